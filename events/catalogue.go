@@ -1,0 +1,321 @@
+package events
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event is implemented by every lifecycle event.
+type Event interface {
+	// Type returns the stable type string recorded in the envelope.
+	Type() string
+}
+
+// ServerEvent is implemented by events about one server.
+type ServerEvent interface {
+	Event
+	ServerName() string
+}
+
+// Type strings. They are part of the stored format: never change one.
+const (
+	TypeSessionStarted     = "SessionStarted"
+	TypeSessionClosed      = "SessionClosed"
+	TypeDiscoveryFailed    = "DiscoveryFailed"
+	TypeServerDiscovered   = "ServerDiscovered"
+	TypeServerSkipped      = "ServerSkipped"
+	TypeServerInvalid      = "ServerInvalid"
+	TypeConnectStarted     = "ConnectStarted"
+	TypeServerConnected    = "ServerConnected"
+	TypeConnectFailed      = "ConnectFailed"
+	TypeToolsListed        = "ToolsListed"
+	TypeToolsListFailed    = "ToolsListFailed"
+	TypeStartupGateElapsed = "StartupGateElapsed"
+	TypeCachedToolsServed  = "CachedToolsServed"
+	TypeToolListChanged    = "ToolListChanged"
+	TypeToolCallStarted    = "ToolCallStarted"
+	TypeToolCallFinished   = "ToolCallFinished"
+	TypeDisconnected       = "Disconnected"
+	TypeReloadRequested    = "ReloadRequested"
+	TypeReloadCompleted    = "ReloadCompleted"
+)
+
+// Skip reasons of [ServerSkipped].
+const (
+	SkipShadowed        = "shadowed"
+	SkipDisabled        = "disabled"
+	SkipProjectDisabled = "project-disabled"
+	SkipExa             = "exa"
+	SkipInvalid         = "invalid"
+)
+
+// Causes of [ToolsListed].
+const (
+	CauseInitial     = "initial"
+	CauseLate        = "late"
+	CauseListChanged = "list-changed"
+	CauseRefresh     = "refresh"
+	CauseReconnect   = "reconnect"
+)
+
+// Gate outcomes of [StartupGateElapsed], per server.
+const (
+	OutcomeReady    = "ready"
+	OutcomeFailed   = "failed"
+	OutcomeDeferred = "deferred"
+	OutcomeAwaited  = "awaited"
+)
+
+// Reasons of [Disconnected].
+const (
+	ReasonRequested       = "requested"
+	ReasonReload          = "reload"
+	ReasonTransportClosed = "transport closed"
+	ReasonProcessExited   = "process exited"
+	ReasonError           = "error"
+)
+
+// SessionStarted is recorded when a runtime session begins.
+type SessionStarted struct {
+	Cwd     string            `json:"cwd"`
+	Gate    time.Duration     `json:"gate"`
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// SessionClosed is recorded when a runtime session ends.
+type SessionClosed struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// DiscoveryFailed is recorded when loading configurations failed as a whole.
+type DiscoveryFailed struct {
+	Path  string `json:"path"`
+	Error string `json:"error"`
+}
+
+// ServerDiscovered is recorded when a usable server configuration was found.
+// Config is redacted (see [ServerConfig.Redact]); ConfigHash is the hash of
+// the unredacted, unresolved configuration.
+type ServerDiscovered struct {
+	Server     string       `json:"server"`
+	Source     SourceMeta   `json:"source"`
+	Transport  string       `json:"transport"`
+	ConfigHash string       `json:"configHash"`
+	Config     ServerConfig `json:"config"`
+}
+
+// ServerSkipped is recorded when a configuration was found but will not be
+// connected. Reason is one of the Skip constants.
+type ServerSkipped struct {
+	Server string     `json:"server"`
+	Reason string     `json:"reason"`
+	Detail string     `json:"detail,omitempty"`
+	Source SourceMeta `json:"source"`
+}
+
+// ServerInvalid is recorded when a configuration failed validation.
+type ServerInvalid struct {
+	Server string     `json:"server"`
+	Error  string     `json:"error"`
+	Source SourceMeta `json:"source"`
+}
+
+// ConnectStarted is recorded when a connection attempt begins. Round names
+// the ConnectServers call (see [StartupGateElapsed]).
+type ConnectStarted struct {
+	Server    string `json:"server"`
+	Transport string `json:"transport"`
+	Attempt   int    `json:"attempt"`
+	Round     int64  `json:"round"`
+}
+
+// ServerConnected is recorded when initialize finished.
+type ServerConnected struct {
+	Server          string          `json:"server"`
+	PeerName        string          `json:"peerName,omitempty"`
+	PeerVersion     string          `json:"peerVersion,omitempty"`
+	ProtocolVersion string          `json:"protocolVersion,omitempty"`
+	Capabilities    json.RawMessage `json:"capabilities,omitempty"`
+	Instructions    string          `json:"instructions,omitempty"`
+	Duration        time.Duration   `json:"duration"`
+}
+
+// ConnectFailed is recorded when connect or initialize failed or timed out.
+type ConnectFailed struct {
+	Server   string        `json:"server"`
+	Error    string        `json:"error"`
+	Duration time.Duration `json:"duration"`
+	TimedOut bool          `json:"timedOut,omitempty"`
+}
+
+// ToolDef is one tool definition as the server sent it.
+type ToolDef struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+}
+
+// ToolsListed is recorded when a tools/list (all pages) finished.
+// ConfigHash identifies the configuration the list belongs to, so the tool
+// cache can be keyed by server and hash.
+type ToolsListed struct {
+	Server     string        `json:"server"`
+	ConfigHash string        `json:"configHash"`
+	Tools      []ToolDef     `json:"tools"`
+	ToolsHash  string        `json:"toolsHash"`
+	Count      int           `json:"count"`
+	Duration   time.Duration `json:"duration"`
+	Cause      string        `json:"cause"`
+}
+
+// ToolsListFailed is recorded when tools/list failed.
+type ToolsListFailed struct {
+	Server   string        `json:"server"`
+	Error    string        `json:"error"`
+	Duration time.Duration `json:"duration"`
+}
+
+// StartupGateElapsed is recorded once per connect round when the gate
+// returned. Outcomes maps each server of the round to one of the Outcome
+// constants.
+type StartupGateElapsed struct {
+	Round    int64             `json:"round"`
+	Gate     time.Duration     `json:"gate"`
+	Elapsed  time.Duration     `json:"elapsed"`
+	Outcomes map[string]string `json:"outcomes"`
+}
+
+// CachedToolsServed is recorded when deferred tools were built from the
+// tool cache for a server still pending at the gate.
+type CachedToolsServed struct {
+	Server     string        `json:"server"`
+	ConfigHash string        `json:"configHash"`
+	Tools      []ToolDef     `json:"tools"`
+	Count      int           `json:"count"`
+	CacheAge   time.Duration `json:"cacheAge"`
+}
+
+// ToolListChanged is recorded when a server sent
+// notifications/tools/list_changed.
+type ToolListChanged struct {
+	Server string `json:"server"`
+}
+
+// ToolCallStarted is recorded before a tool call. Arguments are recorded
+// (redacted) only when capture is switched on.
+type ToolCallStarted struct {
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Name      string          `json:"name"`
+	Deferred  bool            `json:"deferred,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// ToolCallFinished is recorded after a tool call, successful or not.
+type ToolCallFinished struct {
+	Server    string        `json:"server"`
+	Tool      string        `json:"tool"`
+	Duration  time.Duration `json:"duration"`
+	IsError   bool          `json:"isError,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	Cancelled bool          `json:"cancelled,omitempty"`
+}
+
+// Disconnected is recorded when a connection ended, requested or not.
+type Disconnected struct {
+	Server     string `json:"server"`
+	Reason     string `json:"reason"`
+	ExitStatus *int   `json:"exitStatus,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// ReloadRequested is recorded when a reload begins.
+type ReloadRequested struct {
+	Servers int `json:"servers"`
+}
+
+// ReloadCompleted is recorded when a reload finished.
+type ReloadCompleted struct {
+	Servers  int           `json:"servers"`
+	Failed   int           `json:"failed"`
+	Tools    int           `json:"tools"`
+	Duration time.Duration `json:"duration"`
+}
+
+func (*SessionStarted) Type() string     { return TypeSessionStarted }
+func (*SessionClosed) Type() string      { return TypeSessionClosed }
+func (*DiscoveryFailed) Type() string    { return TypeDiscoveryFailed }
+func (*ServerDiscovered) Type() string   { return TypeServerDiscovered }
+func (*ServerSkipped) Type() string      { return TypeServerSkipped }
+func (*ServerInvalid) Type() string      { return TypeServerInvalid }
+func (*ConnectStarted) Type() string     { return TypeConnectStarted }
+func (*ServerConnected) Type() string    { return TypeServerConnected }
+func (*ConnectFailed) Type() string      { return TypeConnectFailed }
+func (*ToolsListed) Type() string        { return TypeToolsListed }
+func (*ToolsListFailed) Type() string    { return TypeToolsListFailed }
+func (*StartupGateElapsed) Type() string { return TypeStartupGateElapsed }
+func (*CachedToolsServed) Type() string  { return TypeCachedToolsServed }
+func (*ToolListChanged) Type() string    { return TypeToolListChanged }
+func (*ToolCallStarted) Type() string    { return TypeToolCallStarted }
+func (*ToolCallFinished) Type() string   { return TypeToolCallFinished }
+func (*Disconnected) Type() string       { return TypeDisconnected }
+func (*ReloadRequested) Type() string    { return TypeReloadRequested }
+func (*ReloadCompleted) Type() string    { return TypeReloadCompleted }
+
+func (e *ServerDiscovered) ServerName() string  { return e.Server }
+func (e *ServerSkipped) ServerName() string     { return e.Server }
+func (e *ServerInvalid) ServerName() string     { return e.Server }
+func (e *ConnectStarted) ServerName() string    { return e.Server }
+func (e *ServerConnected) ServerName() string   { return e.Server }
+func (e *ConnectFailed) ServerName() string     { return e.Server }
+func (e *ToolsListed) ServerName() string       { return e.Server }
+func (e *ToolsListFailed) ServerName() string   { return e.Server }
+func (e *CachedToolsServed) ServerName() string { return e.Server }
+func (e *ToolListChanged) ServerName() string   { return e.Server }
+func (e *ToolCallStarted) ServerName() string   { return e.Server }
+func (e *ToolCallFinished) ServerName() string  { return e.Server }
+func (e *Disconnected) ServerName() string      { return e.Server }
+
+// decoders is the explicit decoder table: type string → schema version and
+// constructor. Adding an event means adding a line here.
+var decoders = map[string]struct {
+	schema int
+	new    func() Event
+}{
+	TypeSessionStarted:     {1, func() Event { return new(SessionStarted) }},
+	TypeSessionClosed:      {1, func() Event { return new(SessionClosed) }},
+	TypeDiscoveryFailed:    {1, func() Event { return new(DiscoveryFailed) }},
+	TypeServerDiscovered:   {1, func() Event { return new(ServerDiscovered) }},
+	TypeServerSkipped:      {1, func() Event { return new(ServerSkipped) }},
+	TypeServerInvalid:      {1, func() Event { return new(ServerInvalid) }},
+	TypeConnectStarted:     {1, func() Event { return new(ConnectStarted) }},
+	TypeServerConnected:    {1, func() Event { return new(ServerConnected) }},
+	TypeConnectFailed:      {1, func() Event { return new(ConnectFailed) }},
+	TypeToolsListed:        {1, func() Event { return new(ToolsListed) }},
+	TypeToolsListFailed:    {1, func() Event { return new(ToolsListFailed) }},
+	TypeStartupGateElapsed: {1, func() Event { return new(StartupGateElapsed) }},
+	TypeCachedToolsServed:  {1, func() Event { return new(CachedToolsServed) }},
+	TypeToolListChanged:    {1, func() Event { return new(ToolListChanged) }},
+	TypeToolCallStarted:    {1, func() Event { return new(ToolCallStarted) }},
+	TypeToolCallFinished:   {1, func() Event { return new(ToolCallFinished) }},
+	TypeDisconnected:       {1, func() Event { return new(Disconnected) }},
+	TypeReloadRequested:    {1, func() Event { return new(ReloadRequested) }},
+	TypeReloadCompleted:    {1, func() Event { return new(ReloadCompleted) }},
+}
+
+// Types returns every known event type string, sorted.
+func Types() []string {
+	out := make([]string, 0, len(decoders))
+	for t := range decoders {
+		out = append(out, t)
+	}
+	sortStrings(out)
+	return out
+}
+
+// SchemaOf returns the current schema version of an event type, or 0 when
+// the type is unknown.
+func SchemaOf(eventType string) int { return decoders[eventType].schema }

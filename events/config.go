@@ -1,0 +1,219 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Transport names a server transport.
+const (
+	TransportStdio = "stdio" // child process speaking JSON-RPC on stdin/stdout
+	TransportHTTP  = "http"  // streamable HTTP
+	TransportSSE   = "sse"   // legacy HTTP+SSE (protocol 2024-11-05)
+)
+
+// Source levels.
+const (
+	LevelUser    = "user"
+	LevelProject = "project"
+	LevelNative  = "native"
+)
+
+// Redacted replaces every secret-bearing value before a configuration or a
+// URL is recorded.
+const Redacted = "<redacted>"
+
+// SourceMeta says where a server configuration came from.
+type SourceMeta struct {
+	Provider     string `json:"provider"`     // provider id, e.g. "claude-code"
+	ProviderName string `json:"providerName"` // display name, e.g. "Claude Code"
+	Path         string `json:"path"`         // absolute path of the file
+	Level        string `json:"level"`        // LevelUser, LevelProject or LevelNative
+}
+
+// ServerConfig is one MCP server configuration, as discovered and before any
+// connect-time substitution. Name is the server's name; it is not part of
+// the hashed configuration.
+type ServerConfig struct {
+	Name string `json:"-"`
+	// Type is "stdio", "http" or "sse" (aliases are normalised by the
+	// loader); empty means inferred (see [ServerConfig.Transport]).
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// TimeoutMs bounds connect + initialize; nil means the default (30 s),
+	// 0 means no limit.
+	TimeoutMs *int64 `json:"timeout,omitempty"`
+	// Enabled false skips the server unless a file's enabledServers lists it.
+	Enabled *bool `json:"enabled,omitempty"`
+	// EnabledTools and DisabledTools are glob patterns on the server's
+	// original tool names; DisabledTools wins.
+	EnabledTools  []string `json:"enabledTools,omitempty"`
+	DisabledTools []string `json:"disabledTools,omitempty"`
+	// ProtocolVersion pins the MCP protocol version the client offers.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+}
+
+// Transport returns the effective transport: the explicit Type when set,
+// else stdio when Command is set, else http when URL is set, else stdio.
+func (c ServerConfig) Transport() string {
+	switch c.Type {
+	case "":
+		if c.Command != "" {
+			return TransportStdio
+		}
+		if c.URL != "" {
+			return TransportHTTP
+		}
+		return TransportStdio
+	case "streamable-http", "streamableHttp", "streamable_http":
+		return TransportHTTP
+	}
+	return c.Type
+}
+
+// Clone returns a deep copy of c.
+func (c ServerConfig) Clone() ServerConfig {
+	c.Args = slices.Clone(c.Args)
+	c.Env = maps.Clone(c.Env)
+	c.Headers = maps.Clone(c.Headers)
+	c.EnabledTools = slices.Clone(c.EnabledTools)
+	c.DisabledTools = slices.Clone(c.DisabledTools)
+	if c.TimeoutMs != nil {
+		v := *c.TimeoutMs
+		c.TimeoutMs = &v
+	}
+	if c.Enabled != nil {
+		v := *c.Enabled
+		c.Enabled = &v
+	}
+	return c
+}
+
+// Hash returns the hex SHA-256 of the canonical JSON (object keys sorted,
+// empty fields omitted) of the unresolved configuration. It is the tool
+// cache key together with the server name: rotating a secret that is
+// substituted at connect time changes neither the hash nor what is stored.
+func (c ServerConfig) Hash() string {
+	b, err := canonicalJSON(c)
+	if err != nil {
+		// A ServerConfig holds only strings, numbers and bools; marshalling
+		// cannot fail.
+		panic("events: hash config: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// canonicalJSON marshals v with every object's keys sorted.
+func canonicalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return nil, err
+	}
+	// encoding/json writes map keys in sorted order.
+	return json.Marshal(generic)
+}
+
+// Redact returns a copy of c that is safe to record: every env value and
+// every header value is replaced by [Redacted], and credential-like query
+// parameters of the URL and of URL-shaped arguments are redacted too.
+func (c ServerConfig) Redact() ServerConfig {
+	r := c.Clone()
+	for k := range r.Env {
+		r.Env[k] = Redacted
+	}
+	for k := range r.Headers {
+		r.Headers[k] = Redacted
+	}
+	r.URL = RedactURL(r.URL)
+	for i, a := range r.Args {
+		r.Args[i] = RedactText(a)
+	}
+	return r
+}
+
+// credentialParam matches query-parameter names that look like credentials.
+var credentialParam = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|auth|credential|session|signature|sig$|bearer|cookie)`)
+
+// IsCredentialName reports whether a parameter, header or variable name
+// looks like it carries a credential.
+func IsCredentialName(name string) bool { return credentialParam.MatchString(name) }
+
+// RedactURL replaces the values of credential-like query parameters and any
+// user info of raw with [Redacted]. Strings that do not parse as URLs are
+// passed through [RedactText].
+func RedactURL(raw string) string {
+	if raw == "" {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return RedactText(raw)
+	}
+	if u.User != nil {
+		u.User = url.User(Redacted)
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = redactQuery(u.RawQuery)
+	}
+	s := u.String()
+	// url.String escapes the marker's angle brackets; keep it readable.
+	return strings.ReplaceAll(strings.ReplaceAll(s, "%3Credacted%3E", Redacted), url.PathEscape(Redacted), Redacted)
+}
+
+// redactQuery redacts credential-like parameters, keeping the order and the
+// form of the others.
+func redactQuery(q string) string {
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		name, _, hasValue := strings.Cut(p, "=")
+		if !hasValue {
+			continue
+		}
+		if dn, err := url.QueryUnescape(name); err == nil {
+			name = dn
+		}
+		if IsCredentialName(name) {
+			parts[i] = url.QueryEscape(name) + "=" + Redacted
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// inlineParam finds name=value pairs with credential-like names inside free
+// text, such as a URL quoted in an error message or passed as an argument.
+var inlineParam = regexp.MustCompile(`([A-Za-z0-9_.\-]+)=([^&\s"'<>]+)`)
+
+// userInfo finds user:password@ in URLs inside free text.
+var userInfo = regexp.MustCompile(`(://)[^/@\s"']+@`)
+
+// RedactText redacts credential-like name=value pairs and URL user info in
+// free text (error messages, arguments).
+func RedactText(s string) string {
+	if !strings.Contains(s, "=") && !strings.Contains(s, "@") {
+		return s
+	}
+	s = userInfo.ReplaceAllString(s, "${1}"+Redacted+"@")
+	return inlineParam.ReplaceAllStringFunc(s, func(m string) string {
+		name, _, _ := strings.Cut(m, "=")
+		if IsCredentialName(name) {
+			return name + "=" + Redacted
+		}
+		return m
+	})
+}

@@ -1,0 +1,96 @@
+// Package store defines the event store that mcplife persists every
+// lifecycle event to, its sentinel errors, and the optional capabilities a
+// backend may offer. It needs no cgo: [github.com/mcplife/mcplife/store/sqlite]
+// and [github.com/mcplife/mcplife/store/memory] implement it, and
+// [github.com/mcplife/mcplife/store/storetest] holds the conformance suite
+// every backend passes.
+package store
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// Sentinel errors. Backends wrap them with %w.
+var (
+	// ErrVersionConflict: the stream's current version differs from the
+	// expected version passed to Append.
+	ErrVersionConflict = errors.New("store: version conflict")
+	// ErrNotFound: the stream, snapshot or row does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrReadOnly: the store was opened read-only and a write was attempted.
+	ErrReadOnly = errors.New("store: read-only")
+	// ErrNewerSchema: the database was written by a newer version.
+	ErrNewerSchema = errors.New("store: database schema is newer than this program")
+)
+
+// Expected-version values for Append.
+const (
+	// AnyVersion appends whatever the stream's current version is.
+	AnyVersion int64 = -1
+	// NoStream expects the stream not to exist yet.
+	NoStream int64 = 0
+)
+
+// Store is an append-only event store with one global, gapless order.
+//
+// All methods are safe for concurrent use. Reads are iterators: they stop
+// with the context's error when it is cancelled, and an iteration that ends
+// early releases its resources.
+type Store interface {
+	// Append appends envs to stream atomically, in order. expected is the
+	// stream's version before the append (NoStream for a new stream) or
+	// AnyVersion. It assigns Seq (global, gapless, increasing in commit
+	// order), Version (per stream, starting at 1) and Stream, and returns the
+	// stored envelopes. On a mismatch it returns an error wrapping
+	// ErrVersionConflict and stores nothing. When Append returns nil the
+	// events are durable to the degree the backend documents.
+	Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error)
+
+	// ReadStream yields the events of stream with Version >= fromVersion, in
+	// version order. A stream that does not exist yields nothing.
+	ReadStream(ctx context.Context, stream string, fromVersion uint64) iter.Seq2[events.Envelope, error]
+
+	// ReadAll yields every event with Seq >= fromSeq, in sequence order.
+	ReadAll(ctx context.Context, fromSeq uint64) iter.Seq2[events.Envelope, error]
+
+	// Streams yields a summary of every stream, oldest first.
+	Streams(ctx context.Context) iter.Seq2[StreamInfo, error]
+
+	// LastSeq returns the highest sequence stored (0 when empty).
+	LastSeq(ctx context.Context) (uint64, error)
+
+	// Close releases the store. It is idempotent; calls after Close return
+	// ErrClosed.
+	Close() error
+}
+
+// StreamInfo summarises one stream.
+type StreamInfo struct {
+	Stream   string
+	Version  uint64    // number of events
+	FirstSeq uint64    // sequence of its first event
+	LastSeq  uint64    // sequence of its last event
+	Created  time.Time // time of its first event
+	Updated  time.Time // time of its last event
+}
+
+// Snapshotter is an optional capability: a store that can keep named
+// projection checkpoints next to the events. Callers find it by type
+// assertion. A checkpoint records the sequence it is current up to, so a
+// reader loads it and catches up from Seq+1 instead of replaying history.
+type Snapshotter interface {
+	// SaveSnapshot stores data as the checkpoint name, current up to seq. A
+	// save whose seq is lower than the stored one is ignored (a late, older
+	// write never wins).
+	SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error
+	// LoadSnapshot returns the checkpoint name, or an error wrapping
+	// ErrNotFound.
+	LoadSnapshot(ctx context.Context, name string) (seq uint64, data []byte, err error)
+}
