@@ -1,0 +1,275 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/store"
+)
+
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.Snapshotter = (*Store)(nil)
+)
+
+// Store is an in-memory [store.Store] and [store.Snapshotter]. Nothing
+// survives the process. All methods are safe for concurrent use.
+//
+// Envelopes are copied on the way in and on the way out, so callers may
+// keep or modify what they pass and receive. Reads iterate over the events
+// present when the read (for ReadAll and ReadStream) started; events appended
+// meanwhile are not yielded. An iteration holds no lock while it yields, so
+// the loop body may call any method, Append included.
+type Store struct {
+	mu        sync.RWMutex
+	closed    bool
+	log       []events.Envelope  // log[i].Seq == i+1; elements never change once appended
+	streams   map[string]*stream // by name
+	order     []*stream          // by first sequence
+	snapshots map[string]snapshot
+}
+
+// stream is the state of one stream. Its fields change only under Store.mu.
+type stream struct {
+	info store.StreamInfo
+	seqs []uint64 // seqs[v-1] is the sequence of version v; elements never change
+}
+
+type snapshot struct {
+	seq  uint64
+	data []byte
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		streams:   make(map[string]*stream),
+		snapshots: make(map[string]snapshot),
+	}
+}
+
+// Time bounds the SQLite store can represent (int64 Unix nanoseconds). The
+// memory store enforces the same bounds so that code tested against it
+// behaves the same with the durable store.
+var (
+	minTime = time.Unix(0, -1<<63).UTC()
+	maxTime = time.Unix(0, 1<<63-1).UTC()
+)
+
+// Append implements [store.Store.Append]. It returns an error for an empty
+// stream name, an expected version below [store.AnyVersion], or an event
+// whose Time is zero or outside the years 1678–2262; it stores nothing in
+// those cases.
+func (s *Store) Append(ctx context.Context, name string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	if err := validate(name, expected, envs); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: append %q: %w", name, err)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("memory: append %q: %w", name, store.ErrClosed)
+	}
+	st := s.streams[name]
+	var cur uint64
+	if st != nil {
+		cur = st.info.Version
+	}
+	if expected != store.AnyVersion && uint64(expected) != cur {
+		return nil, fmt.Errorf("memory: append %q: expected version %d, stream is at %d: %w", name, expected, cur, store.ErrVersionConflict)
+	}
+	if len(envs) == 0 {
+		return nil, nil
+	}
+	if st == nil {
+		st = &stream{info: store.StreamInfo{Stream: name}}
+		s.streams[name] = st
+		s.order = append(s.order, st)
+	}
+
+	out := make([]events.Envelope, len(envs))
+	for i, e := range envs {
+		e = e.Clone()
+		e.Seq = uint64(len(s.log)) + 1
+		e.Stream = name
+		e.Version = cur + uint64(i) + 1
+		e.Time = e.Time.UTC()
+		s.log = append(s.log, e)
+		st.seqs = append(st.seqs, e.Seq)
+		out[i] = e.Clone()
+	}
+	first, last := out[0], out[len(out)-1]
+	if st.info.FirstSeq == 0 {
+		st.info.FirstSeq = first.Seq
+		st.info.Created = first.Time
+	}
+	st.info.Version = last.Version
+	st.info.LastSeq = last.Seq
+	st.info.Updated = last.Time
+	return out, nil
+}
+
+func validate(name string, expected int64, envs []events.Envelope) error {
+	if name == "" {
+		return errors.New("memory: append: empty stream name")
+	}
+	if expected < store.AnyVersion {
+		return fmt.Errorf("memory: append %q: invalid expected version %d", name, expected)
+	}
+	for i, e := range envs {
+		if e.Time.IsZero() || e.Time.Before(minTime) || e.Time.After(maxTime) {
+			return fmt.Errorf("memory: append %q: event %d (%s): time %v is zero or outside 1678-2262", name, i, e.Type, e.Time)
+		}
+	}
+	return nil
+}
+
+// ReadStream implements [store.Store.ReadStream].
+func (s *Store) ReadStream(ctx context.Context, name string, fromVersion uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		s.mu.RLock()
+		closed := s.closed
+		var seqs []uint64
+		if st := s.streams[name]; st != nil {
+			seqs = st.seqs
+		}
+		log := s.log
+		s.mu.RUnlock()
+		if closed {
+			yield(events.Envelope{}, fmt.Errorf("memory: read stream %q: %w", name, store.ErrClosed))
+			return
+		}
+		if fromVersion > 0 {
+			seqs = seqs[min(fromVersion-1, uint64(len(seqs))):]
+		}
+		for _, seq := range seqs {
+			if err := ctx.Err(); err != nil {
+				yield(events.Envelope{}, fmt.Errorf("memory: read stream %q: %w", name, err))
+				return
+			}
+			if !yield(log[seq-1].Clone(), nil) {
+				return
+			}
+		}
+	}
+}
+
+// ReadAll implements [store.Store.ReadAll].
+func (s *Store) ReadAll(ctx context.Context, fromSeq uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		s.mu.RLock()
+		closed, log := s.closed, s.log
+		s.mu.RUnlock()
+		if closed {
+			yield(events.Envelope{}, fmt.Errorf("memory: read all: %w", store.ErrClosed))
+			return
+		}
+		if fromSeq > 0 {
+			log = log[min(fromSeq-1, uint64(len(log))):]
+		}
+		for i := range log {
+			if err := ctx.Err(); err != nil {
+				yield(events.Envelope{}, fmt.Errorf("memory: read all: %w", err))
+				return
+			}
+			if !yield(log[i].Clone(), nil) {
+				return
+			}
+		}
+	}
+}
+
+// Streams implements [store.Store.Streams]. It yields the streams as they
+// were when the iteration started.
+func (s *Store) Streams(ctx context.Context) iter.Seq2[store.StreamInfo, error] {
+	return func(yield func(store.StreamInfo, error) bool) {
+		s.mu.RLock()
+		closed := s.closed
+		infos := make([]store.StreamInfo, len(s.order))
+		for i, st := range s.order {
+			infos[i] = st.info
+		}
+		s.mu.RUnlock()
+		if closed {
+			yield(store.StreamInfo{}, fmt.Errorf("memory: streams: %w", store.ErrClosed))
+			return
+		}
+		for _, info := range infos {
+			if err := ctx.Err(); err != nil {
+				yield(store.StreamInfo{}, fmt.Errorf("memory: streams: %w", err))
+				return
+			}
+			if !yield(info, nil) {
+				return
+			}
+		}
+	}
+}
+
+// LastSeq implements [store.Store.LastSeq].
+func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memory: last seq: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, fmt.Errorf("memory: last seq: %w", store.ErrClosed)
+	}
+	return uint64(len(s.log)), nil
+}
+
+// SaveSnapshot implements [store.Snapshotter.SaveSnapshot]. It keeps a copy
+// of data.
+func (s *Store) SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: save snapshot %q: %w", name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("memory: save snapshot %q: %w", name, store.ErrClosed)
+	}
+	if old, ok := s.snapshots[name]; ok && seq < old.seq {
+		return nil
+	}
+	s.snapshots[name] = snapshot{seq: seq, data: slices.Clone(data)}
+	return nil
+}
+
+// LoadSnapshot implements [store.Snapshotter.LoadSnapshot]. The returned
+// data is the caller's to keep.
+func (s *Store) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, fmt.Errorf("memory: load snapshot %q: %w", name, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, nil, fmt.Errorf("memory: load snapshot %q: %w", name, store.ErrClosed)
+	}
+	snap, ok := s.snapshots[name]
+	if !ok {
+		return 0, nil, fmt.Errorf("memory: load snapshot %q: %w", name, store.ErrNotFound)
+	}
+	return snap.seq, slices.Clone(snap.data), nil
+}
+
+// Close discards the contents. Later calls to other methods return
+// [store.ErrClosed]; closing again returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.log, s.streams, s.order, s.snapshots = nil, nil, nil, nil
+	return nil
+}
