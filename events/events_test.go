@@ -1,0 +1,147 @@
+package events
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEveryTypeRoundTrips(t *testing.T) {
+	exit := 3
+	all := []Event{
+		&SessionStarted{Cwd: "/w", Gate: 250 * time.Millisecond, Options: map[string]string{"a": "b"}},
+		&SessionClosed{Reason: "done"},
+		&DiscoveryFailed{Path: ".mcp.json", Error: "boom"},
+		&ServerDiscovered{Server: "s", Source: SourceMeta{Provider: "native", ProviderName: "mcplife", Path: "/p", Level: LevelUser}, Transport: TransportStdio, ConfigHash: "h", Config: ServerConfig{Command: "x"}},
+		&ServerSkipped{Server: "s", Reason: SkipShadowed, Detail: "d"},
+		&ServerInvalid{Server: "s", Error: "e"},
+		&ConnectStarted{Server: "s", Transport: TransportHTTP, Attempt: 1, Round: 2},
+		&ServerConnected{Server: "s", PeerName: "p", PeerVersion: "1", ProtocolVersion: "2025-11-25", Capabilities: json.RawMessage(`{"tools":{}}`), Duration: time.Millisecond},
+		&ConnectFailed{Server: "s", Error: "e", Duration: time.Second, TimedOut: true},
+		&ToolsListed{Server: "s", ConfigHash: "h", Tools: []ToolDef{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}}, ToolsHash: "x", Count: 1, Cause: CauseInitial},
+		&ToolsListFailed{Server: "s", Error: "e"},
+		&StartupGateElapsed{Round: 1, Gate: 250 * time.Millisecond, Elapsed: 251 * time.Millisecond, Outcomes: map[string]string{"s": OutcomeReady}},
+		&CachedToolsServed{Server: "s", Count: 1, CacheAge: time.Hour},
+		&ToolListChanged{Server: "s"},
+		&ToolCallStarted{Server: "s", Tool: "t", Name: "mcp_s_t"},
+		&ToolCallFinished{Server: "s", Tool: "t", IsError: true, Error: "MCP error: x"},
+		&Disconnected{Server: "s", Reason: ReasonProcessExited, ExitStatus: &exit},
+		&ReloadRequested{Servers: 2},
+		&ReloadCompleted{Servers: 2, Failed: 1, Tools: 3},
+	}
+	if len(all) != len(Types()) {
+		t.Fatalf("test covers %d types, catalogue has %d", len(all), len(Types()))
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, ev := range all {
+		env, err := New("sess", ev, now)
+		if err != nil {
+			t.Fatalf("New(%s): %v", ev.Type(), err)
+		}
+		if env.Type != ev.Type() || env.Schema != 1 || env.SessionID != "sess" || env.Stream != "sess" {
+			t.Errorf("envelope of %s = %+v", ev.Type(), env)
+		}
+		got, err := Decode(env)
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", ev.Type(), err)
+		}
+		if diff := cmp.Diff(ev, got); diff != "" {
+			t.Errorf("%s round trip (-want +got):\n%s", ev.Type(), diff)
+		}
+	}
+}
+
+func TestUnknownTypeKeepsBytes(t *testing.T) {
+	env := Envelope{Type: "FutureThing", Schema: 1, Data: json.RawMessage(`{"x":1}`)}
+	got, err := Decode(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok := got.(*Unknown)
+	if !ok || u.Type() != "FutureThing" || string(u.Data) != `{"x":1}` {
+		t.Fatalf("Decode = %#v", got)
+	}
+	// A newer schema of a known type is not guessed at either.
+	env = Envelope{Type: TypeToolsListed, Schema: 99, Data: json.RawMessage(`{"new":true}`)}
+	got, _ = Decode(env)
+	if _, ok := got.(*Unknown); !ok {
+		t.Fatalf("schema 99 decoded as %T", got)
+	}
+}
+
+func TestDecodeMalformedKnownTypeFails(t *testing.T) {
+	_, err := Decode(Envelope{Type: TypeConnectStarted, Schema: 1, Seq: 7, Data: json.RawMessage(`{"server":`)})
+	if err == nil || !strings.Contains(err.Error(), "ConnectStarted") || !strings.Contains(err.Error(), "seq 7") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestConfigHash(t *testing.T) {
+	a := ServerConfig{Name: "a", Command: "x", Env: map[string]string{"B": "2", "A": "1"}, Headers: map[string]string{}}
+	b := ServerConfig{Name: "b", Command: "x", Env: map[string]string{"A": "1", "B": "2"}}
+	if a.Hash() != b.Hash() {
+		t.Error("hash depends on map order, name or empty maps")
+	}
+	c := b.Clone()
+	c.Env["A"] = "changed"
+	if c.Hash() == b.Hash() {
+		t.Error("hash ignores env values")
+	}
+	if len(a.Hash()) != 64 {
+		t.Errorf("hash %q is not hex sha-256", a.Hash())
+	}
+}
+
+func TestRedact(t *testing.T) {
+	c := ServerConfig{
+		Command: "npx",
+		Args:    []string{"server", "--api-key=sk-live-1", "https://mcp.exa.ai/mcp?exaApiKey=abc&mode=x", "plain"},
+		Env:     map[string]string{"HOME_DIR": "/home/u", "TOKEN": "!pass show x"},
+		URL:     "https://u:pw@example.com/mcp?token=t0k&x=1&Api_Key=k",
+		Headers: map[string]string{"Authorization": "Bearer s3cr3t", "X-Trace": "on"},
+	}
+	r := c.Redact()
+	blob, _ := json.Marshal(r)
+	for _, secret := range []string{"sk-live-1", "abc", "/home/u", "pass show", "pw@", "t0k", "s3cr3t", "=k", `"X-Trace":"on"`} {
+		if strings.Contains(string(blob), secret) {
+			t.Errorf("redacted config still holds %q: %s", secret, blob)
+		}
+	}
+	for _, kept := range []string{"mode=x", "x=1", "plain", "example.com/mcp"} {
+		if !strings.Contains(string(blob), kept) {
+			t.Errorf("redaction lost %q: %s", kept, blob)
+		}
+	}
+	if c.Env["TOKEN"] != "!pass show x" || c.Headers["Authorization"] != "Bearer s3cr3t" {
+		t.Error("Redact modified its receiver")
+	}
+}
+
+func TestTransportInference(t *testing.T) {
+	for _, tc := range []struct {
+		c    ServerConfig
+		want string
+	}{
+		{ServerConfig{Command: "x"}, TransportStdio},
+		{ServerConfig{URL: "http://x"}, TransportHTTP},
+		{ServerConfig{Type: "sse", URL: "http://x"}, TransportSSE},
+		{ServerConfig{Type: "streamable-http", URL: "http://x"}, TransportHTTP},
+		{ServerConfig{Type: "streamableHttp", URL: "http://x"}, TransportHTTP},
+		{ServerConfig{}, TransportStdio},
+	} {
+		if got := tc.c.Transport(); got != tc.want {
+			t.Errorf("%+v: Transport() = %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestRedactText(t *testing.T) {
+	in := `Post "https://h/mcp?key=abc123&page=2": dial tcp`
+	got := RedactText(in)
+	if strings.Contains(got, "abc123") || !strings.Contains(got, "page=2") {
+		t.Errorf("RedactText = %q", got)
+	}
+}
