@@ -1,0 +1,348 @@
+// Package journal persists lifecycle events and then publishes them.
+//
+// A [Journal] appends events to a [store.Store] and, only after the store
+// accepted them, publishes each envelope on a watermill [message.Publisher]
+// (by default an in-process gochannel). Every message carries the envelope's
+// global sequence, type and session id in its metadata, so a subscriber can
+// detect gaps and catch up from the store: order comes from the sequence,
+// never from the bus.
+//
+// Projections attached with [Journal.Attach] are kept current synchronously
+// inside Append, in sequence order; a projection that can checkpoint itself
+// is restored from the store's latest checkpoint and caught up from there,
+// so startup cost does not grow with history.
+//
+// Example:
+//
+//	j, err := journal.New(memory.New(), nil)
+//	if err != nil { ... }
+//	defer j.Close()
+//	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{Session: "s1"})
+//	...
+//	_, err = j.Append(ctx, "s1", &events.SessionStarted{Cwd: "/work"})
+//	env := <-sub.C()
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/store"
+)
+
+// Message metadata keys set on every published message.
+const (
+	MetaSeq     = "mcplife_seq"
+	MetaType    = "mcplife_type"
+	MetaSession = "mcplife_session"
+)
+
+// DefaultTopic is the topic events are published on.
+const DefaultTopic = "mcplife.events"
+
+// DefaultCheckpointEvery is how many appended events a checkpointed
+// projection may fall behind its stored checkpoint.
+const DefaultCheckpointEvery = 1000
+
+// ErrClosed is returned by a closed journal.
+var ErrClosed = errors.New("journal: closed")
+
+// Options configure a [Journal]. The zero value (or nil) means defaults.
+type Options struct {
+	// Publisher and Subscriber form the bus. Both nil means a private
+	// gochannel. The Subscriber must deliver every message to every
+	// Subscribe call (fan-out), as gochannel does.
+	Publisher  message.Publisher
+	Subscriber message.Subscriber
+	// Topic is the bus topic (default DefaultTopic).
+	Topic string
+	// Logger receives publish failures and checkpoint problems (default:
+	// discard).
+	Logger *slog.Logger
+	// Now is the clock stamped on envelopes (default time.Now).
+	Now func() time.Time
+	// CheckpointEvery bounds how far a checkpointed projection's stored
+	// checkpoint may lag (default DefaultCheckpointEvery).
+	CheckpointEvery int
+}
+
+// Projection is a fold over envelopes, applied in sequence order.
+type Projection interface {
+	Apply(env events.Envelope)
+	// LastSeq is the sequence of the last envelope applied (0 if none).
+	LastSeq() uint64
+}
+
+// Checkpointer is a [Projection] that can be saved to and restored from a
+// store checkpoint (see [store.Snapshotter]).
+type Checkpointer interface {
+	Projection
+	// Name identifies the checkpoint; change it when the format changes.
+	Name() string
+	MarshalSnapshot() ([]byte, error)
+	// UnmarshalSnapshot restores the projection, including its LastSeq.
+	UnmarshalSnapshot(data []byte) error
+}
+
+// Journal persists events, then publishes them. It is safe for concurrent
+// use. Appends are serialised, so attached projections see envelopes in
+// sequence order.
+type Journal struct {
+	st              store.Store
+	pub             message.Publisher
+	sub             message.Subscriber
+	ownBus          bool
+	topic           string
+	log             *slog.Logger
+	now             func() time.Time
+	checkpointEvery int
+
+	// mu serialises appends and guards the fields below.
+	mu          sync.Mutex
+	closed      bool
+	projections []*attached
+}
+
+type attached struct {
+	p     Projection
+	cp    Checkpointer // nil when p cannot checkpoint
+	saved uint64       // seq of the last stored checkpoint
+}
+
+// New returns a journal on st. It does not take ownership of st: closing
+// the journal leaves the store open. A bus created by default is closed
+// with the journal; a caller-supplied one is not.
+func New(st store.Store, opts *Options) (*Journal, error) {
+	if st == nil {
+		return nil, errors.New("journal: nil store")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if (o.Publisher == nil) != (o.Subscriber == nil) {
+		return nil, errors.New("journal: Publisher and Subscriber must be set together")
+	}
+	if o.CheckpointEvery < 0 {
+		return nil, fmt.Errorf("journal: CheckpointEvery %d is negative", o.CheckpointEvery)
+	}
+	j := &Journal{
+		st:              st,
+		pub:             o.Publisher,
+		sub:             o.Subscriber,
+		topic:           o.Topic,
+		log:             o.Logger,
+		now:             o.Now,
+		checkpointEvery: o.CheckpointEvery,
+	}
+	if j.pub == nil {
+		gc := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+		j.pub, j.sub, j.ownBus = gc, gc, true
+	}
+	if j.topic == "" {
+		j.topic = DefaultTopic
+	}
+	if j.log == nil {
+		j.log = slog.New(slog.DiscardHandler)
+	}
+	if j.now == nil {
+		j.now = time.Now
+	}
+	if j.checkpointEvery == 0 {
+		j.checkpointEvery = DefaultCheckpointEvery
+	}
+	return j, nil
+}
+
+// Store returns the underlying store.
+func (j *Journal) Store() store.Store { return j.st }
+
+// Now returns the journal's clock reading.
+func (j *Journal) Now() time.Time { return j.now() }
+
+// Append records evs in session's stream (the stream is the session id),
+// applies them to the attached projections, then publishes them. It returns
+// the stored envelopes. A publish failure is logged, not returned: the
+// events are stored, and subscribers catch up from the store.
+func (j *Journal) Append(ctx context.Context, session string, evs ...events.Event) ([]events.Envelope, error) {
+	return j.AppendCorrelated(ctx, session, "", evs...)
+}
+
+// AppendCorrelated is [Journal.Append] with a correlation id on every
+// envelope (one id per tool call, per reload, ...).
+func (j *Journal) AppendCorrelated(ctx context.Context, session, correlation string, evs ...events.Event) ([]events.Envelope, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	if session == "" {
+		return nil, errors.New("journal: append: empty session id")
+	}
+	envs := make([]events.Envelope, len(evs))
+	for i, ev := range evs {
+		env, err := events.New(session, ev, time.Time{})
+		if err != nil {
+			return nil, fmt.Errorf("journal: append to %q: %w", session, err)
+		}
+		envs[i] = env.WithCorrelation(correlation)
+	}
+	return j.AppendEnvelopes(ctx, session, envs)
+}
+
+// AppendEnvelopes records pre-built envelopes (their Time is stamped with
+// the journal's clock when zero). See [Journal.Append].
+func (j *Journal) AppendEnvelopes(ctx context.Context, session string, envs []events.Envelope) ([]events.Envelope, error) {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil, ErrClosed
+	}
+	now := j.now().UTC()
+	for i := range envs {
+		if envs[i].Time.IsZero() {
+			envs[i].Time = now
+		}
+		envs[i].SessionID = session
+	}
+	stored, err := j.st.Append(ctx, session, store.AnyVersion, envs)
+	if err != nil {
+		j.mu.Unlock()
+		return nil, fmt.Errorf("journal: append to %q: %w", session, err)
+	}
+	for _, a := range j.projections {
+		for _, env := range stored {
+			a.p.Apply(env)
+		}
+		j.maybeCheckpoint(ctx, a, false)
+	}
+	j.mu.Unlock()
+
+	j.publish(stored)
+	return stored, nil
+}
+
+// publish sends each envelope on the bus, logging failures.
+func (j *Journal) publish(envs []events.Envelope) {
+	msgs := make([]*message.Message, 0, len(envs))
+	for _, env := range envs {
+		payload, err := json.Marshal(env)
+		if err != nil {
+			j.log.Error("journal: encode message", "seq", env.Seq, "err", err)
+			continue
+		}
+		msg := message.NewMessage(watermill.NewUUID(), payload)
+		msg.Metadata.Set(MetaSeq, strconv.FormatUint(env.Seq, 10))
+		msg.Metadata.Set(MetaType, env.Type)
+		msg.Metadata.Set(MetaSession, env.SessionID)
+		msgs = append(msgs, msg)
+	}
+	if err := j.pub.Publish(j.topic, msgs...); err != nil {
+		j.log.Warn("journal: publish failed; subscribers will catch up from the store", "err", err)
+	}
+}
+
+// Attach restores p from the store's checkpoint when p is a [Checkpointer]
+// and the store a [store.Snapshotter], catches it up from the store, and
+// from then on applies every appended envelope to p inside Append. Appends
+// wait while p catches up. p must not be attached twice.
+func (j *Journal) Attach(ctx context.Context, p Projection) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return ErrClosed
+	}
+	a := &attached{p: p}
+	if cp, ok := p.(Checkpointer); ok {
+		a.cp = cp
+		if sn, ok := j.st.(store.Snapshotter); ok {
+			seq, data, err := sn.LoadSnapshot(ctx, cp.Name())
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				j.log.Warn("journal: load checkpoint; rebuilding from events", "name", cp.Name(), "err", err)
+			case seq > p.LastSeq():
+				if err := cp.UnmarshalSnapshot(data); err != nil {
+					j.log.Warn("journal: bad checkpoint; rebuilding from events", "name", cp.Name(), "err", err)
+				} else {
+					a.saved = seq
+				}
+			}
+		}
+	}
+	for env, err := range j.st.ReadAll(ctx, p.LastSeq()+1) {
+		if err != nil {
+			return fmt.Errorf("journal: catch up %T: %w", p, err)
+		}
+		p.Apply(env)
+	}
+	j.maybeCheckpoint(ctx, a, false)
+	j.projections = append(j.projections, a)
+	return nil
+}
+
+// maybeCheckpoint stores a's checkpoint when it lags by checkpointEvery
+// events or more (or always when force is set). Best effort: failures are
+// logged. Requires j.mu.
+func (j *Journal) maybeCheckpoint(ctx context.Context, a *attached, force bool) {
+	if a.cp == nil {
+		return
+	}
+	sn, ok := j.st.(store.Snapshotter)
+	if !ok {
+		return
+	}
+	seq := a.p.LastSeq()
+	if seq <= a.saved || (!force && seq-a.saved < uint64(j.checkpointEvery)) {
+		return
+	}
+	data, err := a.cp.MarshalSnapshot()
+	if err == nil {
+		err = sn.SaveSnapshot(context.WithoutCancel(ctx), a.cp.Name(), seq, data)
+	}
+	if err != nil {
+		if !errors.Is(err, store.ErrReadOnly) {
+			j.log.Warn("journal: save checkpoint", "name", a.cp.Name(), "err", err)
+		}
+		return
+	}
+	a.saved = seq
+}
+
+// Checkpoint stores the checkpoint of every attached [Checkpointer] now.
+func (j *Journal) Checkpoint(ctx context.Context) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, a := range j.projections {
+		j.maybeCheckpoint(ctx, a, true)
+	}
+}
+
+// Close checkpoints attached projections, closes a bus the journal created,
+// and makes later appends fail with ErrClosed. It is idempotent. The store
+// stays open.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil
+	}
+	for _, a := range j.projections {
+		j.maybeCheckpoint(context.Background(), a, true)
+	}
+	j.closed = true
+	j.mu.Unlock()
+	if j.ownBus {
+		return j.pub.Close()
+	}
+	return nil
+}
