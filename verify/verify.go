@@ -1,0 +1,252 @@
+// Package verify checks recorded lifecycle histories against the ordering
+// invariants of the event catalogue. `mcp-audit verify` and the golden tests
+// both use it.
+//
+// The invariants, per server within a session:
+//
+//   - discovered-before-connect: ServerDiscovered precedes ConnectStarted;
+//   - connect-outcome-after-start: ServerConnected or ConnectFailed only for a
+//     connect attempt that started and has no outcome yet;
+//   - list-after-connected: ToolsListed (and ToolsListFailed) only while
+//     the server is connected;
+//   - gate-once-per-round: at most one StartupGateElapsed per connect round,
+//     after every ConnectStarted of that round;
+//   - call-needs-server: no ToolCallStarted on a server before it is
+//     connected or has deferred tools;
+//   - call-finished-once: every ToolCallStarted has exactly one
+//     ToolCallFinished (matched by correlation id); a closed session has no
+//     call left open;
+//   - disconnect-after-connect: Disconnected only after ConnectStarted;
+//   - nothing-after-disconnect: after Disconnected, nothing for the server
+//     but rediscovery, a new ConnectStarted, or the end of a call that was
+//     already in flight.
+//
+// A [Checker] is a fold: feed it a session's envelopes in order with
+// Apply, then call Finish. It holds state per server, not per event, so
+// sessions of any length stream through it.
+package verify
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// Rule names, as printed by mcp-audit verify.
+const (
+	RuleDiscoveredBeforeConnect = "discovered-before-connect"
+	RuleOutcomeAfterStart       = "connect-outcome-after-start"
+	RuleListAfterConnected      = "list-after-connected"
+	RuleGateOncePerRound        = "gate-once-per-round"
+	RuleCallNeedsServer         = "call-needs-server"
+	RuleCallFinishedOnce        = "call-finished-once"
+	RuleDisconnectAfterConnect  = "disconnect-after-connect"
+	RuleNothingAfterDisconnect  = "nothing-after-disconnect"
+	RuleDecodes                 = "decodes"
+)
+
+// Violation is one broken invariant, pointing at the offending event.
+type Violation struct {
+	Seq     uint64 `json:"seq"`
+	Session string `json:"session"`
+	Type    string `json:"type"`
+	Server  string `json:"server,omitempty"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("seq %d %s %s: %s: %s", v.Seq, v.Type, v.Server, v.Rule, v.Message)
+}
+
+type phase int
+
+const (
+	phaseNone         phase = iota // never started
+	phaseConnecting                // ConnectStarted, no outcome yet
+	phaseConnected                 // ServerConnected
+	phaseFailed                    // ConnectFailed
+	phaseDisconnected              // Disconnected
+)
+
+type server struct {
+	discovered bool
+	started    bool // any ConnectStarted so far
+	phase      phase
+	deferred   bool // CachedToolsServed while connecting
+}
+
+type call struct {
+	seq    uint64
+	server string
+}
+
+// Checker checks one session's history. Not safe for concurrent use.
+type Checker struct {
+	session    string
+	servers    map[string]*server
+	gates      map[int64]uint64 // round → seq of its StartupGateElapsed
+	calls      map[string]call  // correlation id → open call
+	closed     bool
+	violations []Violation
+}
+
+// NewChecker returns a checker for session.
+func NewChecker(session string) *Checker {
+	return &Checker{
+		session: session,
+		servers: map[string]*server{},
+		gates:   map[int64]uint64{},
+		calls:   map[string]call{},
+	}
+}
+
+func (c *Checker) srv(name string) *server {
+	s := c.servers[name]
+	if s == nil {
+		s = &server{}
+		c.servers[name] = s
+	}
+	return s
+}
+
+func (c *Checker) fail(env events.Envelope, server, rule, format string, args ...any) {
+	c.violations = append(c.violations, Violation{
+		Seq: env.Seq, Session: env.SessionID, Type: env.Type, Server: server,
+		Rule: rule, Message: fmt.Sprintf(format, args...),
+	})
+}
+
+// Apply checks the next envelope of the session.
+func (c *Checker) Apply(env events.Envelope) {
+	ev, err := events.Decode(env)
+	if err != nil {
+		c.fail(env, "", RuleDecodes, "%v", err)
+		return
+	}
+	switch e := ev.(type) {
+	case *events.SessionClosed:
+		c.closed = true
+	case *events.ServerDiscovered:
+		c.srv(e.Server).discovered = true
+	case *events.ConnectStarted:
+		s := c.srv(e.Server)
+		if !s.discovered {
+			c.fail(env, e.Server, RuleDiscoveredBeforeConnect, "ConnectStarted without an earlier ServerDiscovered")
+		}
+		if s.phase == phaseConnecting || s.phase == phaseConnected {
+			c.fail(env, e.Server, RuleOutcomeAfterStart, "ConnectStarted while the previous connection is still %s", phaseName(s.phase))
+		}
+		if gate, ok := c.gates[e.Round]; ok {
+			c.fail(env, e.Server, RuleGateOncePerRound, "ConnectStarted of round %d after its StartupGateElapsed (seq %d)", e.Round, gate)
+		}
+		s.started, s.phase, s.deferred = true, phaseConnecting, false
+	case *events.ServerConnected:
+		s := c.srv(e.Server)
+		if s.phase != phaseConnecting {
+			c.fail(env, e.Server, RuleOutcomeAfterStart, "ServerConnected while %s", phaseName(s.phase))
+		}
+		s.phase = phaseConnected
+	case *events.ConnectFailed:
+		s := c.srv(e.Server)
+		if s.phase != phaseConnecting {
+			c.fail(env, e.Server, RuleOutcomeAfterStart, "ConnectFailed while %s", phaseName(s.phase))
+		}
+		s.phase, s.deferred = phaseFailed, false
+	case *events.ToolsListed:
+		c.needConnected(env, e.Server)
+	case *events.ToolsListFailed:
+		c.needConnected(env, e.Server)
+	case *events.ToolListChanged:
+		c.needConnected(env, e.Server)
+	case *events.CachedToolsServed:
+		s := c.srv(e.Server)
+		if s.phase != phaseConnecting && s.phase != phaseConnected {
+			c.fail(env, e.Server, RuleNothingAfterDisconnect, "CachedToolsServed while %s", phaseName(s.phase))
+		}
+		s.deferred = true
+	case *events.StartupGateElapsed:
+		if prev, ok := c.gates[e.Round]; ok {
+			c.fail(env, "", RuleGateOncePerRound, "second StartupGateElapsed for round %d (first at seq %d)", e.Round, prev)
+		}
+		c.gates[e.Round] = env.Seq
+	case *events.ToolCallStarted:
+		s := c.srv(e.Server)
+		if s.phase != phaseConnected && !(s.phase == phaseConnecting && s.deferred) {
+			c.fail(env, e.Server, RuleCallNeedsServer, "ToolCallStarted for %s while %s", e.Tool, phaseName(s.phase))
+		}
+		if prev, ok := c.calls[env.CorrelationID]; ok {
+			c.fail(env, e.Server, RuleCallFinishedOnce, "call %q started again (first at seq %d)", env.CorrelationID, prev.seq)
+		}
+		c.calls[env.CorrelationID] = call{seq: env.Seq, server: e.Server}
+	case *events.ToolCallFinished:
+		if _, ok := c.calls[env.CorrelationID]; !ok {
+			c.fail(env, e.Server, RuleCallFinishedOnce, "ToolCallFinished for %s without an open ToolCallStarted (correlation %q)", e.Tool, env.CorrelationID)
+		}
+		delete(c.calls, env.CorrelationID)
+	case *events.Disconnected:
+		s := c.srv(e.Server)
+		if !s.started {
+			c.fail(env, e.Server, RuleDisconnectAfterConnect, "Disconnected before any ConnectStarted")
+		} else if s.phase == phaseDisconnected {
+			c.fail(env, e.Server, RuleNothingAfterDisconnect, "Disconnected twice")
+		}
+		s.phase, s.deferred = phaseDisconnected, false
+	}
+}
+
+// needConnected reports env unless server is connected.
+func (c *Checker) needConnected(env events.Envelope, name string) {
+	s := c.srv(name)
+	if s.phase == phaseConnected {
+		return
+	}
+	rule := RuleListAfterConnected
+	if s.phase == phaseDisconnected {
+		rule = RuleNothingAfterDisconnect
+	}
+	c.fail(env, name, rule, "%s while %s", env.Type, phaseName(s.phase))
+}
+
+// Finish returns every violation found, in sequence order. For a closed
+// session, calls still open are violations.
+func (c *Checker) Finish() []Violation {
+	out := slices.Clone(c.violations)
+	if c.closed {
+		for _, id := range slices.Sorted(maps.Keys(c.calls)) {
+			cl := c.calls[id]
+			out = append(out, Violation{
+				Seq: cl.seq, Session: c.session, Type: events.TypeToolCallStarted, Server: cl.server,
+				Rule: RuleCallFinishedOnce, Message: fmt.Sprintf("call %q never finished", id),
+			})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Violation) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+// Session checks a whole history, given in order.
+func Session(session string, envs []events.Envelope) []Violation {
+	c := NewChecker(session)
+	for _, env := range envs {
+		c.Apply(env)
+	}
+	return c.Finish()
+}
+
+func phaseName(p phase) string {
+	switch p {
+	case phaseConnecting:
+		return "connecting"
+	case phaseConnected:
+		return "connected"
+	case phaseFailed:
+		return "failed"
+	case phaseDisconnected:
+		return "disconnected"
+	}
+	return "never started"
+}

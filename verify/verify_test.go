@@ -1,0 +1,86 @@
+package verify_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/verify"
+)
+
+// history builds envelopes with sequential Seq; a string element sets the
+// correlation id of the following events.
+func history(items ...any) []events.Envelope {
+	var out []events.Envelope
+	corr := ""
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			corr = s
+			continue
+		}
+		env := events.MustNew("s", it.(events.Event), t0.Add(time.Duration(len(out))*time.Millisecond))
+		env.Seq = uint64(len(out) + 1)
+		env.Version = env.Seq
+		env.CorrelationID = corr
+		out = append(out, env)
+	}
+	return out
+}
+
+var (
+	disc     = &events.ServerDiscovered{Server: "a"}
+	start    = &events.ConnectStarted{Server: "a", Round: 1, Attempt: 1}
+	conn     = &events.ServerConnected{Server: "a"}
+	failed   = &events.ConnectFailed{Server: "a", Error: "x"}
+	listed   = &events.ToolsListed{Server: "a", Count: 1}
+	gate     = &events.StartupGateElapsed{Round: 1}
+	cached   = &events.CachedToolsServed{Server: "a"}
+	callS    = &events.ToolCallStarted{Server: "a", Tool: "t"}
+	callF    = &events.ToolCallFinished{Server: "a", Tool: "t"}
+	disconn  = &events.Disconnected{Server: "a", Reason: events.ReasonRequested}
+	closed   = &events.SessionClosed{}
+	startedB = &events.ConnectStarted{Server: "b", Round: 1, Attempt: 1}
+	discB    = &events.ServerDiscovered{Server: "b"}
+)
+
+func TestValidHistories(t *testing.T) {
+	for name, h := range map[string][]events.Envelope{
+		"full lifecycle":                 history(disc, start, conn, listed, gate, "c1", callS, callF, "", disconn, closed),
+		"deferred call":                  history(disc, start, gate, cached, "c1", callS, conn, listed, callF, "", closed),
+		"reconnect":                      history(disc, start, conn, disconn, disc, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 1}, conn, listed, closed),
+		"failed then retry":              history(disc, start, failed, gate, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn),
+		"in-flight call ends after drop": history(disc, start, conn, "c1", callS, "", &events.Disconnected{Server: "a", Reason: events.ReasonProcessExited}, "c1", callF, "", closed),
+		"open call in an open session":   history(disc, start, conn, "c1", callS),
+	} {
+		if v := verify.Session("s", h); len(v) != 0 {
+			t.Errorf("%s: unexpected violations: %v", name, v)
+		}
+	}
+}
+
+func TestEachInvariantFails(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		h    []events.Envelope
+		seq  uint64
+	}{
+		{verify.RuleDiscoveredBeforeConnect, history(start, conn), 1},
+		{verify.RuleOutcomeAfterStart, history(disc, conn), 2},
+		{verify.RuleOutcomeAfterStart, history(disc, start, conn, failed), 4},
+		{verify.RuleListAfterConnected, history(disc, start, listed, conn), 3},
+		{verify.RuleGateOncePerRound, history(disc, discB, start, gate, startedB), 5},
+		{verify.RuleGateOncePerRound, history(disc, start, gate, gate), 4},
+		{verify.RuleCallNeedsServer, history(disc, start, "c1", callS), 3},
+		{verify.RuleCallFinishedOnce, history(disc, start, conn, "c1", callS, callF, callF), 6},
+		{verify.RuleCallFinishedOnce, history(disc, start, conn, "c1", callS, "", closed), 4},
+		{verify.RuleDisconnectAfterConnect, history(disc, disconn), 2},
+		{verify.RuleNothingAfterDisconnect, history(disc, start, conn, disconn, listed), 5},
+		{verify.RuleNothingAfterDisconnect, history(disc, start, conn, disconn, disconn), 5},
+	} {
+		v := verify.Session("s", tc.h)
+		if len(v) != 1 || v[0].Rule != tc.rule || v[0].Seq != tc.seq {
+			t.Errorf("rule %s: got %v, want one violation at seq %d", tc.rule, v, tc.seq)
+		}
+	}
+}
