@@ -1,0 +1,127 @@
+package events
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Describe returns a one-line, deterministic summary of ev: its server and
+// the fields that matter, without times or durations (see [DurationOf]).
+// It never includes secrets: configs in events are already redacted, and
+// env and header values are not printed at all.
+func Describe(ev Event) string {
+	switch e := ev.(type) {
+	case *SessionStarted:
+		return fmt.Sprintf("cwd=%s gate=%s", e.Cwd, e.Gate)
+	case *SessionClosed:
+		return kv("reason", e.Reason)
+	case *DiscoveryFailed:
+		return fmt.Sprintf("path=%s error=%q", e.Path, e.Error)
+	case *ServerDiscovered:
+		return fmt.Sprintf("%s transport=%s source=%s/%s", e.Server, e.Transport, e.Source.Provider, e.Source.Level)
+	case *ServerSkipped:
+		return fmt.Sprintf("%s reason=%s%s", e.Server, e.Reason, kv(" detail", e.Detail))
+	case *ServerInvalid:
+		return fmt.Sprintf("%s error=%q", e.Server, e.Error)
+	case *ConnectStarted:
+		return fmt.Sprintf("%s transport=%s attempt=%d round=%d", e.Server, e.Transport, e.Attempt, e.Round)
+	case *ServerConnected:
+		return fmt.Sprintf("%s protocol=%s%s", e.Server, e.ProtocolVersion, kv(" peer", e.PeerName))
+	case *ConnectFailed:
+		return fmt.Sprintf("%s timedOut=%t error=%q", e.Server, e.TimedOut, e.Error)
+	case *ToolsListed:
+		return fmt.Sprintf("%s cause=%s count=%d tools=%s", e.Server, e.Cause, e.Count, toolNames(e.Tools))
+	case *ToolsListFailed:
+		return fmt.Sprintf("%s error=%q", e.Server, e.Error)
+	case *StartupGateElapsed:
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(e.Outcomes)) {
+			parts = append(parts, k+"="+e.Outcomes[k])
+		}
+		return fmt.Sprintf("round=%d outcomes=[%s]", e.Round, strings.Join(parts, " "))
+	case *CachedToolsServed:
+		return fmt.Sprintf("%s count=%d tools=%s", e.Server, e.Count, toolNames(e.Tools))
+	case *ToolListChanged:
+		return e.Server
+	case *ToolCallStarted:
+		return fmt.Sprintf("%s tool=%s deferred=%t", e.Server, e.Tool, e.Deferred)
+	case *ToolCallFinished:
+		s := fmt.Sprintf("%s tool=%s isError=%t", e.Server, e.Tool, e.IsError)
+		if e.Cancelled {
+			s += " cancelled=true"
+		}
+		return s + kvq(" error", e.Error)
+	case *Disconnected:
+		s := fmt.Sprintf("%s reason=%s", e.Server, e.Reason)
+		if e.ExitStatus != nil {
+			s += fmt.Sprintf(" exit=%d", *e.ExitStatus)
+		}
+		return s + kvq(" error", e.Error)
+	case *ReloadRequested:
+		return fmt.Sprintf("servers=%d", e.Servers)
+	case *ReloadCompleted:
+		return fmt.Sprintf("servers=%d failed=%d tools=%d", e.Servers, e.Failed, e.Tools)
+	case *Unknown:
+		return fmt.Sprintf("(unknown schema %d) %s", e.Schema, e.Data)
+	}
+	return ""
+}
+
+// DurationOf returns the duration an event reports, if it has one.
+func DurationOf(ev Event) (time.Duration, bool) {
+	switch e := ev.(type) {
+	case *ServerConnected:
+		return e.Duration, true
+	case *ConnectFailed:
+		return e.Duration, true
+	case *ToolsListed:
+		return e.Duration, true
+	case *ToolsListFailed:
+		return e.Duration, true
+	case *StartupGateElapsed:
+		return e.Elapsed, true
+	case *ToolCallFinished:
+		return e.Duration, true
+	case *ReloadCompleted:
+		return e.Duration, true
+	}
+	return 0, false
+}
+
+// ServerOf returns the server an event is about, or "".
+func ServerOf(ev Event) string {
+	if s, ok := ev.(ServerEvent); ok {
+		return s.ServerName()
+	}
+	return ""
+}
+
+func toolNames(defs []ToolDef) string {
+	const max = 8
+	names := make([]string, 0, min(len(defs), max))
+	for i, d := range defs {
+		if i == max {
+			names = append(names, fmt.Sprintf("…+%d", len(defs)-max))
+			break
+		}
+		names = append(names, d.Name)
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+func kv(k, v string) string {
+	if v == "" {
+		return ""
+	}
+	return k + "=" + v
+}
+
+func kvq(k, v string) string {
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s=%q", k, v)
+}
