@@ -1,0 +1,25 @@
+// Package projector holds the pure folds that turn the event stream into
+// the views the runtime and its tools read: [ToolView] (one session's server
+// statuses and tool view), [ToolCache] (the newest tool list per server and
+// configuration, across sessions) and [SessionIndex] (one summary per
+// recorded session). It also defines the tool naming rules ([ToolName],
+// [AssignNames]).
+//
+// Every projection has Apply(envelope) and LastSeq(). The live runner and
+// the replay path call the same Apply, so a view rebuilt from the store
+// equals the one a session had live. Apply never fails: envelopes of
+// unknown types or with undecodable data are skipped and counted.
+//
+// Example: rebuilding a session's view from its stored events.
+//
+//	view := projector.NewToolView(sessionID)
+//	for env, err := range st.ReadStream(ctx, sessionID, 1) {
+//		if err != nil {
+//			return err
+//		}
+//		view.Apply(env)
+//	}
+//	for _, t := range view.Tools() {
+//		fmt.Println(t.Name, t.Server, t.Original, t.Deferred)
+//	}
+package projector

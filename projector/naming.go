@@ -1,0 +1,185 @@
+package projector
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxToolNameLen is the longest exposed tool name: the strictest model API
+// accepts 64 characters.
+const MaxToolNameLen = 64
+
+// ToolNamePrefix starts every exposed MCP tool name.
+const ToolNamePrefix = "mcp_"
+
+// hashSuffixLen is the number of hex characters of the SHA-256 suffix that
+// long or colliding names end with.
+const hashSuffixLen = 8
+
+// ToolRef names one tool of one server by its original names.
+type ToolRef struct {
+	Server string // server name as configured
+	Tool   string // tool name as the server sent it
+}
+
+// compareRefs orders refs by server, then tool, byte-wise.
+func compareRefs(a, b ToolRef) int {
+	if c := strings.Compare(a.Server, b.Server); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Tool, b.Tool)
+}
+
+// Collision records that two different refs mapped to the same name. Kept
+// holds Name; Ref was renamed to Assigned.
+type Collision struct {
+	Name     string  // the contested name
+	Kept     ToolRef // the ref that keeps Name (the smallest by server, tool)
+	Ref      ToolRef // the ref that was renamed
+	Assigned string  // the name Ref received instead
+}
+
+// ToolName returns the exposed name of tool on server:
+// "mcp_<server>_<tool>".
+//
+// Each part is lowercased (ASCII letters only), every run of characters
+// outside [a-z0-9] becomes one "_", and leading and trailing "_" are
+// trimmed; an empty part becomes "server" or "tool". When the sanitised tool
+// name already starts with "<server>_" the prefix is not repeated, so server
+// "git" and tool "git_status" give "mcp_git_status".
+//
+// A name longer than [MaxToolNameLen] keeps a readable prefix and ends with
+// "_" and the first 8 hex characters of the SHA-256 of server + "\x00" +
+// tool (the original, unsanitised pair), so it is stable across runs and
+// machines. ToolName does not resolve collisions; see [AssignNames].
+func ToolName(server, tool string) string {
+	base := readableName(server, tool)
+	if len(base) <= MaxToolNameLen {
+		return base
+	}
+	return withHashSuffix(base, pairHash(server, tool, 0))
+}
+
+// readableName is the untruncated "mcp_<server>_<tool>" name.
+func readableName(server, tool string) string {
+	s := sanitizePart(server, "server")
+	t := sanitizePart(tool, "tool")
+	if rest, ok := strings.CutPrefix(t, s+"_"); ok {
+		t = rest
+	}
+	return ToolNamePrefix + s + "_" + t
+}
+
+// sanitizePart lowercases s, turns every run of characters outside [a-z0-9]
+// into one "_", trims "_" at the edges, and returns fallback when nothing is
+// left. Non-ASCII characters are outside [a-z0-9], whatever their case.
+func sanitizePart(s, fallback string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	pendingSep := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		default:
+			pendingSep = true
+			continue
+		}
+		if pendingSep && b.Len() > 0 {
+			b.WriteByte('_')
+		}
+		pendingSep = false
+		b.WriteByte(c)
+	}
+	if b.Len() == 0 {
+		return fallback
+	}
+	return b.String()
+}
+
+// pairHash returns 8 hex characters of the SHA-256 of the original pair.
+// salt 0 hashes server + "\x00" + tool; a positive salt appends "\x00" and
+// the salt, which only collision resolution needs.
+func pairHash(server, tool string, salt int) string {
+	h := sha256.New()
+	h.Write([]byte(server))
+	h.Write([]byte{0})
+	h.Write([]byte(tool))
+	if salt > 0 {
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.Itoa(salt)))
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))[:hashSuffixLen]
+}
+
+// withHashSuffix returns base + "_" + hash, cutting base (and any "_" the
+// cut leaves at its end) so the result fits [MaxToolNameLen].
+func withHashSuffix(base, hash string) string {
+	keep := MaxToolNameLen - 1 - len(hash)
+	if len(base) > keep {
+		base = strings.TrimRight(base[:keep], "_")
+	}
+	return base + "_" + hash
+}
+
+// AssignNames gives every distinct ref a unique exposed name of at most
+// [MaxToolNameLen] characters and reports the collisions it resolved.
+//
+// The rule, which depends only on the set of refs and never on their order:
+// every ref starts from [ToolName]. When several refs share a name, the
+// smallest ref by (server, tool), compared byte-wise, keeps it; each other
+// ref, taken in that same order, gets the first free name of the sequence
+// readable + "_" + pairHash(ref, salt) for salt 0, 1, 2, …, where readable is
+// the untruncated "mcp_<server>_<tool>" cut to fit and pairHash is 8 hex
+// characters of the SHA-256 of server + "\x00" + tool (+ "\x00" + salt when
+// salt > 0). Every name kept in the first step is reserved before any
+// renamed ref picks one, so a renamed ref never takes another ref's own name.
+//
+// Duplicate refs are named once. Collisions are sorted by (Name, Ref). The
+// caller keeps the reverse map (name → ref) from the result.
+func AssignNames(refs []ToolRef) (names map[ToolRef]string, collisions []Collision) {
+	sorted := slices.Clone(refs)
+	slices.SortFunc(sorted, compareRefs)
+	sorted = slices.Compact(sorted)
+
+	names = make(map[ToolRef]string, len(sorted))
+	taken := make(map[string]ToolRef, len(sorted))
+	var losers []ToolRef
+	// First pass: the smallest ref of every base name keeps it.
+	for _, r := range sorted {
+		base := ToolName(r.Server, r.Tool)
+		if _, ok := taken[base]; ok {
+			losers = append(losers, r)
+			continue
+		}
+		taken[base] = r
+		names[r] = base
+	}
+	// Second pass: the others get hash-suffixed names, in (server, tool)
+	// order, skipping any name already in use.
+	for _, r := range losers {
+		base := ToolName(r.Server, r.Tool)
+		readable := readableName(r.Server, r.Tool)
+		var name string
+		for salt := 0; ; salt++ {
+			name = withHashSuffix(readable, pairHash(r.Server, r.Tool, salt))
+			if _, ok := taken[name]; !ok {
+				break
+			}
+		}
+		taken[name] = r
+		names[r] = name
+		collisions = append(collisions, Collision{Name: base, Kept: taken[base], Ref: r, Assigned: name})
+	}
+	slices.SortFunc(collisions, func(a, b Collision) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), compareRefs(a.Ref, b.Ref))
+	})
+	return names, collisions
+}
