@@ -1,0 +1,66 @@
+package projector
+
+import "github.com/mcplife/mcplife/events"
+
+// Projection is a pure fold over the event stream. The live runner and the
+// replay path feed the same Apply, so a view rebuilt from history equals
+// the one built live.
+type Projection interface {
+	// Apply folds one envelope into the projection. Envelopes the
+	// projection does not use, of unknown types, or whose data does not
+	// decode are skipped and counted; Apply never fails.
+	Apply(env events.Envelope)
+	// LastSeq returns the highest envelope sequence passed to Apply, so a
+	// runner can catch up from LastSeq()+1.
+	LastSeq() uint64
+}
+
+var _ Projection = (*ToolView)(nil)
+
+// Counts says how a projection treated the envelopes passed to Apply.
+type Counts struct {
+	Applied     uint64 // decoded and folded in
+	Ignored     uint64 // another session's, or a type the projection does not use
+	Stale       uint64 // Seq not above LastSeq: a redelivery, skipped
+	Unknown     uint64 // type or schema version this version does not know
+	Undecodable uint64 // known type whose data did not decode
+}
+
+// sessionOf returns the session an envelope belongs to: its SessionID, or
+// its Stream when SessionID is empty.
+func sessionOf(env events.Envelope) string {
+	if env.SessionID != "" {
+		return env.SessionID
+	}
+	return env.Stream
+}
+
+// isKnown reports whether this version can decode env's type and schema.
+func isKnown(env events.Envelope) bool {
+	s := events.SchemaOf(env.Type)
+	return s != 0 && env.Schema <= s
+}
+
+// skip counts an envelope the projection does not decode.
+func (c *Counts) skip(env events.Envelope) {
+	if isKnown(env) {
+		c.Ignored++
+	} else {
+		c.Unknown++
+	}
+}
+
+// decode decodes env, counting it as Unknown or Undecodable when it cannot
+// be folded in.
+func (c *Counts) decode(env events.Envelope) (events.Event, bool) {
+	ev, err := events.Decode(env)
+	if err != nil {
+		c.Undecodable++
+		return nil, false
+	}
+	if _, ok := ev.(*events.Unknown); ok {
+		c.Unknown++
+		return nil, false
+	}
+	return ev, true
+}

@@ -1,0 +1,474 @@
+package projector
+
+import (
+	"bytes"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// Server statuses.
+const (
+	StatusConnected    = "connected"    // initialize finished and the connection is up
+	StatusConnecting   = "connecting"   // a connect (and its first tool load) is in flight
+	StatusDisconnected = "disconnected" // anything else, including unknown servers
+)
+
+// ServerState is one server as a session sees it.
+type ServerState struct {
+	Name       string
+	Status     string // StatusConnected, StatusConnecting or StatusDisconnected
+	Transport  string
+	Source     events.SourceMeta
+	ConfigHash string
+	Config     events.ServerConfig // redacted, as discovered
+	// Tools are the server's exposed tools: the latest list after the
+	// config's EnabledTools/DisabledTools filters, in the server's order,
+	// each name once.
+	Tools []events.ToolDef
+	// Hidden holds the original names the filters removed, sorted.
+	Hidden []string
+	// Deferred is true when Tools came from the tool cache
+	// (CachedToolsServed) and no live tools/list has replaced them yet.
+	Deferred bool
+	CacheAge time.Duration // age of the cached list when Deferred
+	// Error is the latest failure: validation, connect, tools/list, or the
+	// error of a disconnect. A new connect attempt and a successful
+	// tools/list clear it.
+	Error           string
+	Instructions    string // from initialize, untruncated
+	PeerName        string
+	PeerVersion     string
+	ProtocolVersion string
+	Attempt         int
+	// DisconnectReason is the reason of the latest Disconnected (one of the
+	// events.Reason constants), cleared by a new connect attempt.
+	DisconnectReason string
+	// Timing of the latest connect attempt: when it started, when
+	// initialize finished, and when its first tools/list finished.
+	ConnectStartedAt time.Time
+	ConnectedAt      time.Time
+	ToolsListedAt    time.Time
+}
+
+// ReadyAfter returns how long the latest connect attempt took until its
+// first tool list arrived, and false when it has not (yet).
+func (s ServerState) ReadyAfter() (time.Duration, bool) {
+	if s.ConnectStartedAt.IsZero() || s.ToolsListedAt.IsZero() {
+		return 0, false
+	}
+	return s.ToolsListedAt.Sub(s.ConnectStartedAt), true
+}
+
+// clone returns a copy of s that shares no slice or map with it. The JSON
+// bytes inside tool definitions are shared; they are never modified.
+func (s ServerState) clone() ServerState {
+	s.Config = s.Config.Clone()
+	s.Tools = slices.Clone(s.Tools)
+	s.Hidden = slices.Clone(s.Hidden)
+	return s
+}
+
+// Tool is one exposed tool.
+type Tool struct {
+	Name     string // exposed name, see [AssignNames]
+	Server   string // server name
+	Original string // the tool's name as the server sent it
+	Def      events.ToolDef
+	Deferred bool // served from the cache; calls wait for the connection
+	Source   events.SourceMeta
+}
+
+// ToolView is the fold of one session's events into the status of each
+// server and the session's tool view. Replaying a session's events rebuilds
+// exactly the view the session had live.
+//
+// A ToolView is not safe for concurrent use: one goroutine applies events
+// and queries it, or the caller guards it, or queries a [ToolView.Clone].
+// The slices returned by its queries are copies; the JSON bytes inside tool
+// definitions are shared and must not be modified.
+type ToolView struct {
+	session string
+	// lean keeps only tool names, for counting (see SessionIndex).
+	lean bool
+
+	servers   map[string]*serverEntry
+	discovery []events.DiscoveryFailed
+	visible   int // number of exposed tools over all servers
+
+	lastSeq uint64
+	version uint64
+	counts  Counts
+
+	// changed is set by applyEvent when the current event changed the
+	// tool list or a status.
+	changed bool
+
+	// Cache of Tools(), rebuilt when toolsValid is false.
+	toolsValid bool
+	tools      []Tool
+	byName     map[string]ToolRef
+	collisions []Collision
+}
+
+// serverEntry is a server's state plus its unfiltered tool list.
+type serverEntry struct {
+	state   ServerState
+	raw     []events.ToolDef // the latest list, before filters
+	hasLive bool             // raw came from a live tools/list
+}
+
+// NewToolView returns an empty view of session. Apply folds in only
+// envelopes whose SessionID (or, when empty, Stream) equals session.
+func NewToolView(session string) *ToolView {
+	return &ToolView{session: session, servers: make(map[string]*serverEntry)}
+}
+
+// Session returns the session the view follows.
+func (v *ToolView) Session() string { return v.session }
+
+// LastSeq returns the highest sequence passed to Apply, whether or not the
+// envelope belonged to the view's session.
+func (v *ToolView) LastSeq() uint64 { return v.lastSeq }
+
+// Version returns a number that grows whenever the visible tool list or
+// any server's status (including a server appearing) changed, so a caller
+// can tell after Apply whether to notify subscribers.
+func (v *ToolView) Version() uint64 { return v.version }
+
+// Counts returns how many envelopes were applied and skipped, and why.
+func (v *ToolView) Counts() Counts { return v.counts }
+
+// Apply folds env into the view. Envelopes are expected in sequence order:
+// one whose Seq is not above LastSeq is a redelivery and is skipped
+// (envelopes with Seq 0, not yet stored, are always applied). Envelopes of
+// other sessions, of types the view does not use (tool calls, gate, reload
+// events), of unknown types and with undecodable data are skipped and
+// counted (see [ToolView.Counts]).
+func (v *ToolView) Apply(env events.Envelope) {
+	if env.Seq != 0 {
+		if env.Seq <= v.lastSeq {
+			v.counts.Stale++
+			return
+		}
+		v.lastSeq = env.Seq
+	}
+	if sessionOf(env) != v.session {
+		v.counts.Ignored++
+		return
+	}
+	if !toolViewUses(env.Type) {
+		v.counts.skip(env)
+		return
+	}
+	ev, ok := v.counts.decode(env)
+	if !ok {
+		return
+	}
+	v.counts.Applied++
+	v.applyEvent(env.Time, ev)
+}
+
+// toolViewUses reports whether the view folds in events of type t.
+func toolViewUses(t string) bool {
+	switch t {
+	case events.TypeSessionClosed, events.TypeDiscoveryFailed, events.TypeServerDiscovered,
+		events.TypeServerInvalid, events.TypeConnectStarted, events.TypeServerConnected,
+		events.TypeConnectFailed, events.TypeToolsListed, events.TypeToolsListFailed,
+		events.TypeCachedToolsServed, events.TypeDisconnected:
+		return true
+	}
+	return false
+}
+
+// applyEvent folds one decoded event of the view's session, recorded at t.
+func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
+	v.changed = false
+	switch e := ev.(type) {
+	case *events.ServerDiscovered:
+		s := v.server(e.Server)
+		s.state.Source = e.Source
+		s.state.Transport = e.Transport
+		s.state.ConfigHash = e.ConfigHash
+		filtersChanged := !slices.Equal(s.state.Config.EnabledTools, e.Config.EnabledTools) ||
+			!slices.Equal(s.state.Config.DisabledTools, e.Config.DisabledTools)
+		s.state.Config = e.Config
+		s.state.Config.Name = e.Server
+		if filtersChanged && len(s.raw) > 0 {
+			v.expose(s)
+		}
+	case *events.ServerInvalid:
+		s := v.server(e.Server)
+		s.state.Source = e.Source
+		s.state.Error = e.Error
+		v.setStatus(s, StatusDisconnected)
+		v.setTools(s, nil, false, 0)
+	case *events.ConnectStarted:
+		s := v.server(e.Server)
+		v.setStatus(s, StatusConnecting)
+		s.state.Error = ""
+		s.state.DisconnectReason = ""
+		if e.Transport != "" {
+			s.state.Transport = e.Transport
+		}
+		s.state.Attempt = e.Attempt
+		s.state.ConnectStartedAt = t
+		s.state.ConnectedAt = time.Time{}
+		s.state.ToolsListedAt = time.Time{}
+	case *events.ServerConnected:
+		s := v.server(e.Server)
+		v.setStatus(s, StatusConnected)
+		s.state.ConnectedAt = t
+		s.state.Instructions = e.Instructions
+		s.state.PeerName = e.PeerName
+		s.state.PeerVersion = e.PeerVersion
+		s.state.ProtocolVersion = e.ProtocolVersion
+	case *events.ConnectFailed:
+		s := v.server(e.Server)
+		v.setStatus(s, StatusDisconnected)
+		s.state.Error = e.Error
+		v.setTools(s, nil, false, 0)
+	case *events.ToolsListed:
+		s := v.server(e.Server)
+		if s.state.ConfigHash == "" {
+			s.state.ConfigHash = e.ConfigHash
+		}
+		s.state.Error = ""
+		if s.state.ToolsListedAt.IsZero() {
+			s.state.ToolsListedAt = t
+		}
+		v.setTools(s, e.Tools, false, 0)
+		s.hasLive = true
+	case *events.ToolsListFailed:
+		s := v.server(e.Server)
+		s.state.Error = e.Error
+	case *events.CachedToolsServed:
+		s := v.server(e.Server)
+		if !s.hasLive {
+			v.setTools(s, e.Tools, true, e.CacheAge)
+		}
+	case *events.Disconnected:
+		s := v.server(e.Server)
+		v.setStatus(s, StatusDisconnected)
+		s.state.DisconnectReason = e.Reason
+		if e.Error != "" {
+			s.state.Error = e.Error
+		}
+		v.setTools(s, nil, false, 0)
+	case *events.SessionClosed:
+		for _, s := range v.servers {
+			v.setStatus(s, StatusDisconnected)
+			v.setTools(s, nil, false, 0)
+		}
+	case *events.DiscoveryFailed:
+		v.discovery = append(v.discovery, *e)
+	}
+	if v.changed {
+		v.version++
+	}
+}
+
+// server returns the entry of name, creating a disconnected one.
+func (v *ToolView) server(name string) *serverEntry {
+	s, ok := v.servers[name]
+	if !ok {
+		s = &serverEntry{state: ServerState{Name: name, Status: StatusDisconnected}}
+		v.servers[name] = s
+		v.changed = true
+	}
+	return s
+}
+
+func (v *ToolView) setStatus(s *serverEntry, status string) {
+	if s.state.Status != status {
+		s.state.Status = status
+		v.changed = true
+	}
+}
+
+// setTools replaces s's tool list; cacheAge is the age of a deferred list.
+// An unchanged list (same definitions, same deferred flag) changes nothing,
+// so Version does not move.
+func (v *ToolView) setTools(s *serverEntry, tools []events.ToolDef, deferred bool, cacheAge time.Duration) {
+	s.hasLive = false
+	deferred = deferred && len(tools) > 0
+	if !deferred {
+		cacheAge = 0
+	}
+	s.state.CacheAge = cacheAge
+	if len(tools) == 0 && len(s.raw) == 0 {
+		s.state.Deferred = false
+		return
+	}
+	if v.lean {
+		lean := make([]events.ToolDef, len(tools))
+		for i, t := range tools {
+			lean[i] = events.ToolDef{Name: t.Name}
+		}
+		tools = lean
+	}
+	if deferred == s.state.Deferred && slices.EqualFunc(tools, s.raw, toolDefEqual) {
+		return
+	}
+	s.raw = tools
+	s.state.Deferred = deferred
+	v.expose(s)
+}
+
+// expose recomputes s's exposed tools from its raw list and filters.
+func (v *ToolView) expose(s *serverEntry) {
+	v.visible -= len(s.state.Tools)
+	s.state.Tools, s.state.Hidden = filterTools(s.raw, s.state.Config.EnabledTools, s.state.Config.DisabledTools)
+	v.visible += len(s.state.Tools)
+	v.changed = true
+	v.toolsValid = false
+}
+
+func toolDefEqual(a, b events.ToolDef) bool {
+	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description &&
+		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
+		bytes.Equal(a.Annotations, b.Annotations)
+}
+
+// filterTools applies a server's tool filters: a tool is hidden when its
+// original name matches a DisabledTools pattern, or when EnabledTools is
+// not empty and it matches none of them. Patterns use [path.Match]; a
+// malformed pattern matches nothing. A name listed twice is exposed once.
+func filterTools(raw []events.ToolDef, enabled, disabled []string) (exposed []events.ToolDef, hidden []string) {
+	exposed = make([]events.ToolDef, 0, len(raw))
+	seen := make(map[string]bool, len(raw))
+	for _, t := range raw {
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		if matchAny(disabled, t.Name) || (len(enabled) > 0 && !matchAny(enabled, t.Name)) {
+			hidden = append(hidden, t.Name)
+			continue
+		}
+		exposed = append(exposed, t)
+	}
+	slices.Sort(hidden)
+	return exposed, hidden
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, err := path.Match(p, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Servers returns every server the session has seen, sorted by name.
+func (v *ToolView) Servers() []ServerState {
+	out := make([]ServerState, 0, len(v.servers))
+	for _, name := range slices.Sorted(maps.Keys(v.servers)) {
+		out = append(out, v.servers[name].state.clone())
+	}
+	return out
+}
+
+// Server returns the state of the named server.
+func (v *ToolView) Server(name string) (ServerState, bool) {
+	s, ok := v.servers[name]
+	if !ok {
+		return ServerState{}, false
+	}
+	return s.state.clone(), true
+}
+
+// Status returns the status of the named server; an unknown server is
+// disconnected.
+func (v *ToolView) Status(name string) string {
+	if s, ok := v.servers[name]; ok {
+		return s.state.Status
+	}
+	return StatusDisconnected
+}
+
+// DiscoveryErrors returns the session's DiscoveryFailed events, in order.
+func (v *ToolView) DiscoveryErrors() []events.DiscoveryFailed {
+	return slices.Clone(v.discovery)
+}
+
+// ToolCount returns the number of exposed tools.
+func (v *ToolView) ToolCount() int { return v.visible }
+
+// Tools returns the exposed tools of every server, sorted by exposed name
+// (byte order), named by [AssignNames] over all of them. The sorted list is
+// cached until the next change, so calling Tools without changes costs one
+// copy.
+func (v *ToolView) Tools() []Tool {
+	v.buildTools()
+	return slices.Clone(v.tools)
+}
+
+// Collisions returns the name collisions resolved for the current tools.
+func (v *ToolView) Collisions() []Collision {
+	v.buildTools()
+	return slices.Clone(v.collisions)
+}
+
+// Resolve maps an exposed tool name back to its server and original tool
+// name.
+func (v *ToolView) Resolve(name string) (ToolRef, bool) {
+	v.buildTools()
+	r, ok := v.byName[name]
+	return r, ok
+}
+
+// buildTools rebuilds the cached tool list when a change invalidated it.
+func (v *ToolView) buildTools() {
+	if v.toolsValid {
+		return
+	}
+	refs := make([]ToolRef, 0, v.visible)
+	for _, s := range v.servers {
+		for _, t := range s.state.Tools {
+			refs = append(refs, ToolRef{Server: s.state.Name, Tool: t.Name})
+		}
+	}
+	names, collisions := AssignNames(refs)
+	tools := make([]Tool, 0, len(refs))
+	byName := make(map[string]ToolRef, len(refs))
+	for _, s := range v.servers {
+		for _, t := range s.state.Tools {
+			ref := ToolRef{Server: s.state.Name, Tool: t.Name}
+			name := names[ref]
+			byName[name] = ref
+			tools = append(tools, Tool{
+				Name:     name,
+				Server:   s.state.Name,
+				Original: t.Name,
+				Def:      t,
+				Deferred: s.state.Deferred,
+				Source:   s.state.Source,
+			})
+		}
+	}
+	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	v.tools, v.byName, v.collisions = tools, byName, collisions
+	v.toolsValid = true
+}
+
+// Clone returns an independent copy of the view: applying events to one
+// does not change the other.
+func (v *ToolView) Clone() *ToolView {
+	c := *v
+	c.servers = make(map[string]*serverEntry, len(v.servers))
+	for name, s := range v.servers {
+		cs := *s
+		cs.state = s.state.clone()
+		c.servers[name] = &cs
+	}
+	c.discovery = slices.Clone(v.discovery)
+	// The cached tool list is never modified in place, only replaced, so
+	// the copy may share it.
+	return &c
+}
