@@ -1,0 +1,33 @@
+package manager
+
+import "context"
+
+// Resolver resolves one env or header value of a server configuration at
+// connect time (SPEC §4): a "!command" value, an environment variable name,
+// or a literal. The loader provides the real implementation; the default
+// passes every value through unchanged.
+//
+// Resolve is called at every connect and reconnect, possibly concurrently
+// for several servers, so implementations must be safe for concurrent use.
+// An error omits that entry from the connection; its message is logged and
+// must therefore not contain the value or its resolution.
+type Resolver interface {
+	Resolve(ctx context.Context, value string) (string, error)
+}
+
+// PassThrough is the default [Resolver]: every value is used literally.
+type PassThrough struct{}
+
+// Resolve returns value unchanged.
+func (PassThrough) Resolve(_ context.Context, value string) (string, error) { return value, nil }
+
+// ResolverFunc adapts a function to [Resolver].
+type ResolverFunc func(ctx context.Context, value string) (string, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(ctx context.Context, value string) (string, error) {
+	return f(ctx, value)
+}
+
+var _ Resolver = PassThrough{}
+var _ Resolver = ResolverFunc(nil)

@@ -1,0 +1,62 @@
+package manager
+
+import "sync"
+
+// stderrLimit is how much of a server's stderr is kept (the last bytes).
+const stderrLimit = 64 << 10
+
+// ringBuffer keeps the last limit bytes written to it. It is safe for
+// concurrent use.
+type ringBuffer struct {
+	mu    sync.Mutex
+	buf   []byte // len(buf) <= limit; the oldest byte is at start when full
+	start int
+	full  bool
+	limit int
+}
+
+func newRingBuffer(limit int) *ringBuffer { return &ringBuffer{limit: limit} }
+
+// Write appends p, dropping the oldest bytes beyond the limit. It never
+// fails.
+func (r *ringBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(p) >= r.limit {
+		r.buf = append(r.buf[:0], p[len(p)-r.limit:]...)
+		r.start, r.full = 0, true
+		return n, nil
+	}
+	if !r.full {
+		room := r.limit - len(r.buf)
+		if len(p) <= room {
+			r.buf = append(r.buf, p...)
+			if len(r.buf) == r.limit {
+				r.full = true
+			}
+			return n, nil
+		}
+		r.buf = append(r.buf, p[:room]...)
+		p = p[room:]
+		r.full = true
+	}
+	for len(p) > 0 {
+		c := copy(r.buf[r.start:], p)
+		p = p[c:]
+		r.start = (r.start + c) % r.limit
+	}
+	return n, nil
+}
+
+// Bytes returns a copy of the kept bytes, oldest first.
+func (r *ringBuffer) Bytes() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.full {
+		return append([]byte(nil), r.buf...)
+	}
+	out := make([]byte, 0, len(r.buf))
+	out = append(out, r.buf[r.start:]...)
+	return append(out, r.buf[:r.start]...)
+}

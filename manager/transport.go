@@ -1,0 +1,213 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// resolved is one connect attempt's substituted env and header values.
+// Every value is a secret: it goes to the child process or the HTTP
+// request and nowhere else.
+type resolved struct {
+	env     map[string]string
+	headers map[string]string
+	// scrub replaces every resolved value (and every configured value)
+	// inside a text with [events.Redacted].
+	scrub *strings.Replacer
+}
+
+// minSecretLen is the shortest value scrubbed from error texts; shorter
+// values ("1", "on") would garble messages without protecting anything.
+const minSecretLen = 4
+
+// resolveConfig substitutes the env and header values of cfg through r. An
+// entry whose resolution fails is omitted and the reason logged (without
+// the value).
+func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, r Resolver, log *slog.Logger) resolved {
+	var secrets []string
+	do := func(kind string, in map[string]string) map[string]string {
+		if len(in) == 0 {
+			return nil
+		}
+		out := make(map[string]string, len(in))
+		for _, k := range slices.Sorted(maps.Keys(in)) {
+			v := in[k]
+			secrets = append(secrets, v)
+			rv, err := r.Resolve(ctx, v)
+			if err != nil {
+				log.Warn("MCP config value omitted", "server", server, kind, k, "err", events.RedactText(err.Error()))
+				continue
+			}
+			secrets = append(secrets, rv)
+			out[k] = rv
+		}
+		return out
+	}
+	res := resolved{env: do("env", cfg.Env), headers: do("header", cfg.Headers)}
+	res.scrub = newScrubber(secrets)
+	return res
+}
+
+// newScrubber returns a replacer of every secret of at least minSecretLen
+// bytes by [events.Redacted], longest first.
+func newScrubber(secrets []string) *strings.Replacer {
+	secrets = slices.DeleteFunc(slices.Clone(secrets), func(s string) bool { return len(s) < minSecretLen })
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	secrets = slices.Compact(secrets)
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, events.Redacted)
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// scrubText removes resolved secrets and credential-like parameters from a
+// text that may be recorded.
+func (r resolved) scrubText(s string) string {
+	if r.scrub != nil {
+		s = r.scrub.Replace(s)
+	}
+	return events.RedactText(s)
+}
+
+// dialer builds the transport of one connect attempt. The default is
+// [newTransport]; tests of the lifecycle swap in in-memory transports.
+type dialer func(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error)
+
+// newTransport returns the go-sdk transport for cfg: a child process for
+// stdio, streamable HTTP, or legacy HTTP+SSE. Header values are sent on
+// every HTTP request.
+func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error) {
+	switch t := cfg.Transport(); t {
+	case events.TransportStdio:
+		dir := cwd
+		if cfg.Cwd != "" {
+			dir = cfg.Cwd
+			if !filepath.IsAbs(dir) && cwd != "" {
+				dir = filepath.Join(cwd, dir)
+			}
+		}
+		env := os.Environ()
+		for _, k := range slices.Sorted(maps.Keys(res.env)) {
+			env = append(env, k+"="+res.env[k]) // later entries win
+		}
+		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir}, nil
+	case events.TransportHTTP:
+		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(res.headers)}, nil
+	case events.TransportSSE:
+		return &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(res.headers)}}, nil
+	default:
+		return nil, fmt.Errorf("MCP server %q: unknown server type %q", name, t)
+	}
+}
+
+// httpClient returns a client that sets headers on every request. It shares
+// the default transport's connection pool.
+func httpClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return &http.Client{Transport: http.DefaultTransport}
+	}
+	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}}
+}
+
+// headerTransport adds configured headers to each request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// stdioTransport starts a server process and speaks newline-delimited
+// JSON-RPC on its stdin and stdout. Closing the connection tears the
+// process group down (see [process.terminate]).
+type stdioTransport struct {
+	command string
+	args    []string
+	env     []string
+	dir     string
+
+	proc *process // set by Connect
+}
+
+// Connect starts the process. It is called once, by the go-sdk client.
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	if t.proc != nil {
+		return nil, errors.New("stdio transport: already connected")
+	}
+	p, err := startProcess(t.command, t.args, t.env, t.dir)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", t.command, err)
+	}
+	t.proc = p
+	return (&mcp.IOTransport{Reader: stdoutReader{p}, Writer: stdinWriter{p}}).Connect(ctx)
+}
+
+// stdoutReader reads the child's stdout. Its Close does nothing: the
+// connection's Close closes the reader first and the writer second, and
+// the writer's Close (the teardown) closes stdout once the group is gone.
+type stdoutReader struct{ p *process }
+
+func (r stdoutReader) Read(b []byte) (int, error) { return r.p.stdout.Read(b) }
+func (r stdoutReader) Close() error               { return nil }
+
+// stdinWriter writes the child's stdin; its Close tears the process down.
+type stdinWriter struct{ p *process }
+
+func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
+func (w stdinWriter) Close() error                { return w.p.terminate() }
+
+// sseTransport is the legacy HTTP+SSE transport with its event stream
+// detached from the connect context: the connect timeout bounds the
+// handshake, not the life of the stream.
+type sseTransport struct {
+	inner *mcp.SSEClientTransport
+}
+
+func (t *sseTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	streamCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	conn, err := t.inner.Connect(streamCtx)
+	if !stop() {
+		// ctx ended during the handshake: the stream is already cancelled.
+		if err == nil {
+			conn.Close()
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &sseConn{Connection: conn, cancel: cancel}, nil
+}
+
+// sseConn cancels the stream's context when closed.
+type sseConn struct {
+	mcp.Connection
+	cancel context.CancelFunc
+}
+
+func (c *sseConn) Close() error {
+	err := c.Connection.Close()
+	c.cancel()
+	return err
+}
