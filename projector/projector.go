@@ -15,7 +15,10 @@ type Projection interface {
 	LastSeq() uint64
 }
 
-var _ Projection = (*ToolView)(nil)
+var (
+	_ Projection = (*ToolView)(nil)
+	_ Projection = (*ToolCache)(nil)
+)
 
 // Counts says how a projection treated the envelopes passed to Apply.
 type Counts struct {
