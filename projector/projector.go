@@ -18,6 +18,7 @@ type Projection interface {
 var (
 	_ Projection = (*ToolView)(nil)
 	_ Projection = (*ToolCache)(nil)
+	_ Projection = (*SessionIndex)(nil)
 )
 
 // Counts says how a projection treated the envelopes passed to Apply.
