@@ -1,0 +1,396 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/store"
+)
+
+// pageSize is how many rows a read fetches per query.
+const pageSize = 512
+
+const eventColumns = `seq, stream, version, type, schema, time, session_id, correlation_id, data`
+
+// statements are prepared once per store; database/sql prepares them again
+// on each connection that runs them.
+type statements struct {
+	// Writer.
+	streamVersion *sql.Stmt
+	lastSeqW      *sql.Stmt
+	insertEvent   *sql.Stmt
+	upsertStream  *sql.Stmt
+	saveSnapshot  *sql.Stmt
+	// Readers.
+	readAll      *sql.Stmt
+	readStream   *sql.Stmt
+	streams      *sql.Stmt
+	lastSeq      *sql.Stmt
+	loadSnapshot *sql.Stmt
+}
+
+func (s *statements) prepareWrites(ctx context.Context, w *sql.DB) error {
+	return prepare(ctx, w, map[**sql.Stmt]string{
+		&s.streamVersion: `SELECT version FROM streams WHERE stream = ?`,
+		&s.lastSeqW:      `SELECT COALESCE(MAX(seq), 0) FROM events`,
+		&s.insertEvent:   `INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		&s.upsertStream: `INSERT INTO streams (stream, version, first_seq, last_seq, created, updated)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT (stream) DO UPDATE SET version = ?2, last_seq = ?4, updated = ?6`,
+		&s.saveSnapshot: `INSERT INTO snapshots (name, seq, data) VALUES (?1, ?2, ?3)
+			ON CONFLICT (name) DO UPDATE SET seq = ?2, data = ?3 WHERE ?2 >= snapshots.seq`,
+	})
+}
+
+func (s *statements) prepareReads(ctx context.Context, r *sql.DB) error {
+	return prepare(ctx, r, map[**sql.Stmt]string{
+		&s.readAll:      `SELECT ` + eventColumns + ` FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
+		&s.readStream:   `SELECT ` + eventColumns + ` FROM events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`,
+		&s.streams:      `SELECT stream, version, first_seq, last_seq, created, updated FROM streams WHERE first_seq > ? ORDER BY first_seq LIMIT ?`,
+		&s.lastSeq:      `SELECT COALESCE(MAX(seq), 0) FROM events`,
+		&s.loadSnapshot: `SELECT seq, data FROM snapshots WHERE name = ?`,
+	})
+}
+
+func prepare(ctx context.Context, db *sql.DB, qs map[**sql.Stmt]string) error {
+	for dst, q := range qs {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, mapErr(err))
+		}
+		*dst = st
+	}
+	return nil
+}
+
+func (s *statements) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.streamVersion, s.lastSeqW, s.insertEvent, s.upsertStream, s.saveSnapshot,
+		s.readAll, s.readStream, s.streams, s.lastSeq, s.loadSnapshot} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Times outside int64 Unix nanoseconds cannot be stored.
+var (
+	minTime = time.Unix(0, math.MinInt64).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+func validate(stream string, expected int64, envs []events.Envelope) error {
+	if stream == "" {
+		return errors.New("sqlite: append: empty stream name")
+	}
+	if expected < store.AnyVersion {
+		return fmt.Errorf("sqlite: append %q: invalid expected version %d", stream, expected)
+	}
+	for i, e := range envs {
+		if e.Time.IsZero() || e.Time.Before(minTime) || e.Time.After(maxTime) {
+			return fmt.Errorf("sqlite: append %q: event %d (%s): time %v is zero or outside 1678-2262", stream, i, e.Type, e.Time)
+		}
+	}
+	return nil
+}
+
+// Append implements [store.Store.Append] in one write transaction. It
+// returns an error for an empty stream name, an expected version below
+// [store.AnyVersion] or an event whose Time is zero or outside the years
+// 1678–2262, and [store.ErrReadOnly] on a read-only store; in each case it
+// stores nothing. Times are stored as Unix nanoseconds and read back in UTC.
+func (db *DB) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	if err := validate(stream, expected, envs); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: append %q: %w", stream, err)
+	}
+	if err := db.acquire(fmt.Sprintf("append %q", stream), true); err != nil {
+		return nil, err
+	}
+	defer db.release()
+	out, err := db.append(ctx, stream, expected, envs)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: append %q: %w", stream, err)
+	}
+	return out, nil
+}
+
+func (db *DB) append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer tx.Rollback()
+
+	var cur int64
+	err = tx.StmtContext(ctx, db.stmts.streamVersion).QueryRowContext(ctx, stream).Scan(&cur)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, mapErr(err)
+	}
+	if expected != store.AnyVersion && expected != cur {
+		return nil, fmt.Errorf("expected version %d, stream is at %d: %w", expected, cur, store.ErrVersionConflict)
+	}
+	if len(envs) == 0 {
+		return nil, nil
+	}
+	var last int64
+	if err := tx.StmtContext(ctx, db.stmts.lastSeqW).QueryRowContext(ctx).Scan(&last); err != nil {
+		return nil, mapErr(err)
+	}
+
+	insert := tx.StmtContext(ctx, db.stmts.insertEvent)
+	out := make([]events.Envelope, len(envs))
+	for i, e := range envs {
+		e = e.Clone()
+		e.Seq = uint64(last) + uint64(i) + 1
+		e.Stream = stream
+		e.Version = uint64(cur) + uint64(i) + 1
+		e.Time = e.Time.UTC()
+		data := []byte(e.Data)
+		if data == nil {
+			data = []byte{} // NOT NULL; an empty blob reads back empty
+		}
+		if _, err := insert.ExecContext(ctx, int64(e.Seq), stream, int64(e.Version), e.Type, e.Schema,
+			e.Time.UnixNano(), e.SessionID, e.CorrelationID, data); err != nil {
+			return nil, fmt.Errorf("insert seq %d: %w", e.Seq, mapErr(err))
+		}
+		out[i] = e
+	}
+	first, end := out[0], out[len(out)-1]
+	if _, err := tx.StmtContext(ctx, db.stmts.upsertStream).ExecContext(ctx, stream, int64(end.Version),
+		int64(first.Seq), int64(end.Seq), first.Time.UnixNano(), end.Time.UnixNano()); err != nil {
+		return nil, fmt.Errorf("update stream: %w", mapErr(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", mapErr(err))
+	}
+	return out, nil
+}
+
+// ReadStream implements [store.Store.ReadStream].
+func (db *DB) ReadStream(ctx context.Context, stream string, fromVersion uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		op := fmt.Sprintf("read stream %q", stream)
+		next := max(fromVersion, 1)
+		for {
+			page, err := db.eventPage(ctx, op, db.stmts.readStream, next, stream)
+			if err != nil {
+				yield(events.Envelope{}, err)
+				return
+			}
+			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
+				return
+			}
+			next = page[len(page)-1].Version + 1
+		}
+	}
+}
+
+// ReadAll implements [store.Store.ReadAll].
+func (db *DB) ReadAll(ctx context.Context, fromSeq uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		const op = "read all"
+		next := max(fromSeq, 1)
+		for {
+			page, err := db.eventPage(ctx, op, db.stmts.readAll, next, "")
+			if err != nil {
+				yield(events.Envelope{}, err)
+				return
+			}
+			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
+				return
+			}
+			next = page[len(page)-1].Seq + 1
+		}
+	}
+}
+
+// yieldPage yields the events of page, stopping with the context's error
+// when it is done. It reports whether to go on.
+func yieldPage(ctx context.Context, op string, page []events.Envelope, yield func(events.Envelope, error) bool) bool {
+	for _, e := range page {
+		if err := ctx.Err(); err != nil {
+			yield(events.Envelope{}, fmt.Errorf("sqlite: %s: %w", op, err))
+			return false
+		}
+		if !yield(e, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// eventPage runs st (readAll or readStream) for the page starting at from
+// and returns its rows. It holds a reader connection only while it runs.
+func (db *DB) eventPage(ctx context.Context, op string, st *sql.Stmt, from uint64, stream string) ([]events.Envelope, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if err := db.acquire(op, false); err != nil {
+		return nil, err
+	}
+	defer db.release()
+	if from > math.MaxInt64 {
+		return nil, nil // beyond any stored seq or version
+	}
+	var rows *sql.Rows
+	var err error
+	if st == db.stmts.readStream {
+		rows, err = st.QueryContext(ctx, stream, int64(from), pageSize)
+	} else {
+		rows, err = st.QueryContext(ctx, int64(from), pageSize)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", op, mapErr(err))
+	}
+	defer rows.Close()
+	page := make([]events.Envelope, 0, pageSize)
+	for rows.Next() {
+		var (
+			e               events.Envelope
+			seq, ver, nanos int64
+			data            []byte
+		)
+		if err := rows.Scan(&seq, &e.Stream, &ver, &e.Type, &e.Schema, &nanos, &e.SessionID, &e.CorrelationID, &data); err != nil {
+			return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+		}
+		e.Seq, e.Version, e.Time, e.Data = uint64(seq), uint64(ver), time.Unix(0, nanos).UTC(), data
+		page = append(page, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", op, mapErr(err))
+	}
+	return page, nil
+}
+
+// Streams implements [store.Store.Streams].
+func (db *DB) Streams(ctx context.Context) iter.Seq2[store.StreamInfo, error] {
+	return func(yield func(store.StreamInfo, error) bool) {
+		var after int64
+		for {
+			page, err := db.streamPage(ctx, after)
+			if err != nil {
+				yield(store.StreamInfo{}, err)
+				return
+			}
+			for _, info := range page {
+				if err := ctx.Err(); err != nil {
+					yield(store.StreamInfo{}, fmt.Errorf("sqlite: streams: %w", err))
+					return
+				}
+				if !yield(info, nil) {
+					return
+				}
+			}
+			if len(page) < pageSize {
+				return
+			}
+			after = int64(page[len(page)-1].FirstSeq)
+		}
+	}
+}
+
+func (db *DB) streamPage(ctx context.Context, after int64) ([]store.StreamInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: streams: %w", err)
+	}
+	if err := db.acquire("streams", false); err != nil {
+		return nil, err
+	}
+	defer db.release()
+	rows, err := db.stmts.streams.QueryContext(ctx, after, pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: streams: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var page []store.StreamInfo
+	for rows.Next() {
+		var (
+			info                   store.StreamInfo
+			ver, first, last, c, u int64
+		)
+		if err := rows.Scan(&info.Stream, &ver, &first, &last, &c, &u); err != nil {
+			return nil, fmt.Errorf("sqlite: streams: %w", err)
+		}
+		info.Version, info.FirstSeq, info.LastSeq = uint64(ver), uint64(first), uint64(last)
+		info.Created, info.Updated = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
+		page = append(page, info)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: streams: %w", mapErr(err))
+	}
+	return page, nil
+}
+
+// LastSeq implements [store.Store.LastSeq].
+func (db *DB) LastSeq(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("sqlite: last seq: %w", err)
+	}
+	if err := db.acquire("last seq", false); err != nil {
+		return 0, err
+	}
+	defer db.release()
+	var n int64
+	if err := db.stmts.lastSeq.QueryRowContext(ctx).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: last seq: %w", mapErr(err))
+	}
+	return uint64(n), nil
+}
+
+// SaveSnapshot implements [store.Snapshotter.SaveSnapshot] in one
+// statement, so racing saves cannot let an older seq win. seq must fit in
+// an int64, as every stored sequence does.
+func (db *DB) SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error {
+	op := fmt.Sprintf("save snapshot %q", name)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if err := db.acquire(op, true); err != nil {
+		return err
+	}
+	defer db.release()
+	if seq > math.MaxInt64 {
+		return fmt.Errorf("sqlite: %s: seq %d does not fit in int64", op, seq)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	if _, err := db.stmts.saveSnapshot.ExecContext(ctx, name, int64(seq), data); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, mapErr(err))
+	}
+	return nil
+}
+
+// LoadSnapshot implements [store.Snapshotter.LoadSnapshot].
+func (db *DB) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
+	op := fmt.Sprintf("load snapshot %q", name)
+	if err := ctx.Err(); err != nil {
+		return 0, nil, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if err := db.acquire(op, false); err != nil {
+		return 0, nil, err
+	}
+	defer db.release()
+	var (
+		seq  int64
+		data []byte
+	)
+	err := db.stmts.loadSnapshot.QueryRowContext(ctx, name).Scan(&seq, &data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil, fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("sqlite: %s: %w", op, mapErr(err))
+	}
+	return uint64(seq), data, nil
+}

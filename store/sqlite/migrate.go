@@ -1,0 +1,119 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// migrationFS holds the schema, one file per version: NNNN_name.sql.
+//
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order, checking
+// that their versions run 1, 2, 3, … without gaps.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, name := range names { // fs.Glob returns sorted names
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("sqlite: migration %s: name must start with a number and '_'", base)
+		}
+		if v != len(ms)+1 {
+			return nil, fmt.Errorf("sqlite: migration %s: version %d, want %d", base, v, len(ms)+1)
+		}
+		b, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	return ms, nil
+}
+
+// schemaVersion is the schema version this package writes, recorded in the
+// database's PRAGMA user_version.
+var schemaVersion = func() int {
+	ms, err := migrations()
+	if err != nil {
+		panic(err) // the embedded files are fixed at build time; a test covers them
+	}
+	return len(ms)
+}()
+
+func userVersion(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var v int
+	err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+// migrate applies every migration newer than the database's user_version,
+// each in its own write transaction together with the user_version update,
+// so a crash leaves the database at one version or the next. The version is
+// read again inside each transaction, so two processes opening the same new
+// file do not both apply a migration.
+func (db *DB) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		applied, err := db.applyMigration(ctx, m)
+		if err != nil {
+			return err
+		}
+		if applied {
+			db.log.Info("sqlite: migrated", "file", db.path, "version", m.version, "migration", m.name)
+		}
+	}
+	return nil
+}
+
+func (db *DB) applyMigration(ctx context.Context, m migration) (bool, error) {
+	tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see writerDSN
+	if err != nil {
+		return false, fmt.Errorf("sqlite: migrate %s to %d: begin: %w", db.path, m.version, err)
+	}
+	defer tx.Rollback()
+	cur, err := userVersion(ctx, tx)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: migrate %s to %d: read user_version: %w", db.path, m.version, err)
+	}
+	if cur > schemaVersion {
+		return false, db.newerSchema(cur)
+	}
+	if cur >= m.version {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return false, fmt.Errorf("sqlite: migrate %s to %d (%s): %w", db.path, m.version, m.name, err)
+	}
+	// PRAGMA takes no parameters; m.version is an int from the file name.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+		return false, fmt.Errorf("sqlite: migrate %s to %d: set user_version: %w", db.path, m.version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("sqlite: migrate %s to %d: commit: %w", db.path, m.version, err)
+	}
+	return true, nil
+}

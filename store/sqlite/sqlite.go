@@ -1,0 +1,334 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/mcplife/mcplife/store"
+)
+
+var (
+	_ store.Store       = (*DB)(nil)
+	_ store.Snapshotter = (*DB)(nil)
+)
+
+// Options configures [Open]. The zero value, like a nil *Options, means
+// defaults.
+type Options struct {
+	// ReadOnly opens the file for reading only (SQLite mode=ro). The file
+	// must exist and be at the current schema version; it is never created,
+	// migrated or switched to WAL, and writes return [store.ErrReadOnly].
+	ReadOnly bool
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// connection or process before failing with SQLITE_BUSY. Default 5s.
+	BusyTimeout time.Duration
+	// Logger receives migration and open/close messages. Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	var errs []error
+	if c.BusyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("BusyTimeout %v is negative", c.BusyTimeout))
+	}
+	if c.BusyTimeout == 0 {
+		c.BusyTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, errors.Join(errs...)
+}
+
+// DB is the SQLite event store: a [store.Store] and [store.Snapshotter]
+// backed by one database file. All methods are safe for concurrent use,
+// also from several processes on the same file.
+//
+// The file is in WAL mode, so readers never block the writer or each other.
+// Appends go through a single writer connection, one transaction per Append
+// (BEGIN IMMEDIATE), so they are serialised within the process and take the
+// write lock up front across processes. Reads use a separate pool of
+// read-only connections and fetch pages of rows: an iteration holds no
+// connection or lock while its loop body runs, so the body may append.
+//
+// # Durability
+//
+// Every connection runs with synchronous=FULL: a commit returns only after
+// the write-ahead log is flushed to stable storage. An Append that returned
+// nil therefore survives the process being killed at any point afterwards
+// (SIGKILL included) and also an operating-system crash or power loss,
+// provided the disk honours flushes. (WAL with synchronous=NORMAL would
+// survive a killed process too, but may lose the last commits on power
+// loss; the measured cost of FULL is small next to the rest of an append.)
+type DB struct {
+	path     string // as given to Open, for messages
+	readOnly bool
+	log      *slog.Logger
+
+	w *sql.DB // writer: one connection; nil when read-only
+	r *sql.DB // readers: read-only connections
+
+	stmts statements
+
+	// mu guards closed. Every operation holds it for reading while it uses
+	// the connections; Close takes it for writing, so it waits for
+	// operations in flight and later ones see closed.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// Open opens the event store in the SQLite file at path, creating the file
+// and applying the embedded migrations unless opts.ReadOnly is set. It
+// switches the file to WAL mode and checks that the switch took effect.
+//
+// Errors wrap [store.ErrNewerSchema] when the file was written by a newer
+// schema version (the file is then left as it was), and, for a read-only
+// open, [store.ErrNotFound] when the file does not exist.
+func Open(path string, opts *Options) (*DB, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: options: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	db := &DB{path: path, readOnly: o.ReadOnly, log: o.Logger}
+	ctx := context.Background()
+
+	_, statErr := os.Stat(abs)
+	switch {
+	case statErr == nil:
+		// Check the schema version through a read-only connection first,
+		// so a newer file is not touched at all (not even switched to WAL).
+		if err := db.checkVersion(ctx, abs, o); err != nil {
+			return nil, err
+		}
+	case !errors.Is(statErr, fs.ErrNotExist):
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, statErr)
+	case o.ReadOnly:
+		return nil, fmt.Errorf("sqlite: open %s read-only: %w", path, store.ErrNotFound)
+	}
+
+	if !o.ReadOnly {
+		if err := db.openWriter(ctx, abs, o); err != nil {
+			return nil, err
+		}
+	}
+	db.r = openPool(dsn(abs, o, true), max(4, runtime.GOMAXPROCS(0)))
+	if err := db.stmts.prepareReads(ctx, db.r); err != nil {
+		db.closeAll()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	db.log.Debug("sqlite: opened", "file", path, "readOnly", o.ReadOnly)
+	return db, nil
+}
+
+// checkVersion fails if the existing file's schema is newer than this
+// package knows, or, for a read-only open, older (it cannot be migrated).
+func (db *DB) checkVersion(ctx context.Context, abs string, o Options) error {
+	pool := openPool(dsn(abs, o, true), 1)
+	defer pool.Close()
+	v, err := userVersion(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: read schema version: %w", db.path, mapErr(err))
+	}
+	if v > schemaVersion {
+		return db.newerSchema(v)
+	}
+	if o.ReadOnly && v < schemaVersion {
+		return fmt.Errorf("sqlite: open %s read-only: schema version %d, want %d: open it read-write once to migrate it", db.path, v, schemaVersion)
+	}
+	return nil
+}
+
+func (db *DB) newerSchema(v int) error {
+	return fmt.Errorf("sqlite: open %s: schema version %d, this program knows up to %d: %w", db.path, v, schemaVersion, store.ErrNewerSchema)
+}
+
+func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
+	db.w = openPool(dsn(abs, o, false), 1)
+	fail := func(err error) error {
+		db.closeAll()
+		return err
+	}
+	var mode string
+	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: set WAL mode: %w", db.path, mapErr(err)))
+	}
+	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: read journal mode: %w", db.path, mapErr(err)))
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("sqlite: open %s: journal mode is %q after setting WAL (the file system may not support WAL's shared memory)", db.path, mode))
+	}
+	var sync int
+	if err := db.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: read synchronous: %w", db.path, mapErr(err)))
+	}
+	if sync != 2 { // FULL
+		return fail(fmt.Errorf("sqlite: open %s: synchronous is %d, want 2 (FULL)", db.path, sync))
+	}
+	if err := db.migrate(ctx); err != nil {
+		return fail(err)
+	}
+	if err := db.stmts.prepareWrites(ctx, db.w); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, err))
+	}
+	return nil
+}
+
+// dsn returns the data source name for a connection to the file at abs.
+// Parameters starting with _ are go-sqlite3's; it applies them to every new
+// connection. Writers take the write lock when a transaction begins
+// (_txlock=immediate), so a transaction never fails half-way to upgrade
+// its lock.
+func dsn(abs string, o Options, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
+	q.Set("_synchronous", "FULL")
+	if readOnly {
+		q.Set("mode", "ro")
+	} else {
+		q.Set("mode", "rwc")
+		q.Set("_txlock", "immediate")
+	}
+	// An SQLite URI: the path is percent-encoded so '?', '#' and '%' in
+	// file names survive.
+	return "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + q.Encode()
+}
+
+// connector opens go-sqlite3 connections without registering a driver name
+// globally.
+type connector struct {
+	dsn    string
+	driver *sqlite3.SQLiteDriver
+}
+
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
+func (c connector) Driver() driver.Driver                        { return c.driver }
+
+func openPool(dsn string, conns int) *sql.DB {
+	p := sql.OpenDB(connector{dsn: dsn, driver: &sqlite3.SQLiteDriver{}})
+	p.SetMaxOpenConns(conns)
+	p.SetMaxIdleConns(conns)
+	p.SetConnMaxLifetime(0)
+	p.SetConnMaxIdleTime(0)
+	return p
+}
+
+// Path returns the path the store was opened with.
+func (db *DB) Path() string { return db.path }
+
+// acquire checks that db is open and holds it open until release. Writes
+// also fail on a read-only store.
+func (db *DB) acquire(op string, write bool) error {
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return fmt.Errorf("sqlite: %s: %w", op, store.ErrClosed)
+	}
+	if write && db.readOnly {
+		db.mu.RUnlock()
+		return fmt.Errorf("sqlite: %s: %s opened read-only: %w", op, db.path, store.ErrReadOnly)
+	}
+	return nil
+}
+
+func (db *DB) release() { db.mu.RUnlock() }
+
+// Close waits for operations in flight, then closes every connection; the
+// last one checkpoints the write-ahead log into the file. Later calls to
+// other methods return [store.ErrClosed]; closing again returns nil. It is
+// safe to call concurrently.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	if err := db.closeAll(); err != nil {
+		return fmt.Errorf("sqlite: close %s: %w", db.path, err)
+	}
+	db.log.Debug("sqlite: closed", "file", db.path)
+	return nil
+}
+
+// closeAll closes the statements and both pools, readers first so that the
+// writer is the last connection and checkpoints the log.
+func (db *DB) closeAll() error {
+	errs := []error{db.stmts.close()}
+	if db.r != nil {
+		errs = append(errs, db.r.Close())
+	}
+	if db.w != nil {
+		errs = append(errs, db.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// IntegrityCheck runs PRAGMA integrity_check and returns an error listing
+// the problems it reports, or nil when it reports "ok".
+func (db *DB) IntegrityCheck(ctx context.Context) error {
+	if err := db.acquire("integrity check", false); err != nil {
+		return err
+	}
+	defer db.release()
+	rows, err := db.r.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("sqlite: integrity check %s: %w", db.path, mapErr(err))
+	}
+	defer rows.Close()
+	var msgs []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return fmt.Errorf("sqlite: integrity check %s: %w", db.path, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: integrity check %s: %w", db.path, mapErr(err))
+	}
+	if len(msgs) == 1 && msgs[0] == "ok" {
+		return nil
+	}
+	return fmt.Errorf("sqlite: integrity check %s: %s", db.path, strings.Join(msgs, "; "))
+}
+
+// mapErr wraps driver errors that mean a store condition in the matching
+// sentinel, matched by SQLite result code.
+func mapErr(err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch {
+	case se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey:
+		// Another writer took the same version or sequence first.
+		return fmt.Errorf("%w: %w", store.ErrVersionConflict, err)
+	case se.Code == sqlite3.ErrReadonly:
+		return fmt.Errorf("%w: %w", store.ErrReadOnly, err)
+	}
+	return err
+}

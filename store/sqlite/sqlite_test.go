@@ -1,0 +1,313 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers "sqlite3" for raw access to test files
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/sqlite"
+	"github.com/mcplife/mcplife/store/storetest"
+)
+
+// crashEnv names the database file the helper process appends to.
+const crashEnv = "MCPLIFE_SQLITE_CRASH_DB"
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Features{
+		Snapshots: true,
+		Reopen: func(t *testing.T, s store.Store) store.Store {
+			return mustOpen(t, s.(*sqlite.DB).Path(), nil)
+		},
+		Durability: func(t *testing.T) storetest.Crash {
+			path := filepath.Join(t.TempDir(), "crash.db")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+			cmd.Env = append(os.Environ(), crashEnv+"="+path)
+			acked := storetest.KillAfterAcks(t, cmd, 200)
+			return storetest.Crash{Store: mustOpen(t, path, nil), Acked: acked}
+		},
+	}, func(t *testing.T) store.Store {
+		return mustOpen(t, filepath.Join(t.TempDir(), "events.db"), nil)
+	})
+}
+
+// TestHelperProcess is the writer the Durability case kills: when run as a
+// child with crashEnv set, it appends to that file until killed and writes
+// each acknowledged append to stdout. Otherwise it does nothing.
+func TestHelperProcess(t *testing.T) {
+	path := os.Getenv(crashEnv)
+	if path == "" {
+		return
+	}
+	db, err := sqlite.Open(path, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	err = storetest.AppendUntilDone(context.Background(), db, os.Stdout)
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(3)
+}
+
+func mustOpen(t testing.TB, path string, opts *sqlite.Options) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func envelope(n int) events.Envelope {
+	return events.Envelope{
+		Type: "Test", Schema: 1, SessionID: "s",
+		Time: time.Date(2025, 1, 1, 0, 0, 0, n, time.UTC),
+		Data: fmt.Appendf(nil, `{"n":%d}`, n),
+	}
+}
+
+func appendN(t testing.TB, db *sqlite.DB, stream string, n int) {
+	t.Helper()
+	es := make([]events.Envelope, n)
+	for i := range es {
+		es[i] = envelope(i)
+	}
+	if _, err := db.Append(context.Background(), stream, store.AnyVersion, es); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+}
+
+func rawOpen(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	t.Cleanup(func() { raw.Close() })
+	return raw
+}
+
+func pragma(t *testing.T, raw *sql.DB, name string) string {
+	t.Helper()
+	var v string
+	if err := raw.QueryRow("PRAGMA " + name).Scan(&v); err != nil {
+		t.Fatalf("PRAGMA %s: %v", name, err)
+	}
+	return v
+}
+
+func fileHash(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func TestOpenSetsWALAndMigrates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	db := mustOpen(t, path, nil)
+	appendN(t, db, "a", 3)
+
+	raw := rawOpen(t, path)
+	if mode := pragma(t, raw, "journal_mode"); mode != "wal" {
+		t.Errorf("journal_mode = %q, want wal", mode)
+	}
+	if v := pragma(t, raw, "user_version"); v != "1" {
+		t.Errorf("user_version = %s, want 1", v)
+	}
+	for _, table := range []string{"events", "streams", "snapshots"} {
+		var n int
+		if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil || n != 1 {
+			t.Errorf("table %s: count %d, %v", table, n, err)
+		}
+	}
+	for _, index := range []string{"events_session"} {
+		var n int
+		if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = ?`, index).Scan(&n); err != nil || n != 1 {
+			t.Errorf("index %s: count %d, %v", index, n, err)
+		}
+	}
+	// Opening again applies nothing twice and keeps the data.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := mustOpen(t, path, nil)
+	if n, err := again.LastSeq(t.Context()); err != nil || n != 3 {
+		t.Fatalf("LastSeq after reopening = %d, %v; want 3", n, err)
+	}
+}
+
+func TestOpenPathNeedsEscaping(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a?b#c%20d e.db")
+	db := mustOpen(t, path, nil)
+	appendN(t, db, "a", 1)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at the given path: %v", err)
+	}
+}
+
+func TestOpenOptions(t *testing.T) {
+	_, err := sqlite.Open(filepath.Join(t.TempDir(), "x.db"), &sqlite.Options{BusyTimeout: -time.Second})
+	if err == nil {
+		t.Fatal("Open with a negative BusyTimeout succeeded")
+	}
+}
+
+func TestNewerSchemaLeavesFileAlone(t *testing.T) {
+	for _, wal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "newer.db")
+			raw, err := sql.Open("sqlite3", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stmts := []string{"CREATE TABLE future (x)", "PRAGMA user_version = 99"}
+			if wal {
+				stmts = append([]string{"PRAGMA journal_mode = WAL"}, stmts...)
+			}
+			for _, s := range stmts {
+				if _, err := raw.Exec(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			raw.Close()
+			before := fileHash(t, path)
+
+			for _, ro := range []bool{false, true} {
+				_, err := sqlite.Open(path, &sqlite.Options{ReadOnly: ro})
+				if !errors.Is(err, store.ErrNewerSchema) {
+					t.Fatalf("Open(ReadOnly: %v) of a version 99 file: %v, want ErrNewerSchema", ro, err)
+				}
+			}
+			if fileHash(t, path) != before {
+				t.Fatal("Open changed a file with a newer schema")
+			}
+		})
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.db")
+	if _, err := sqlite.Open(missing, &sqlite.Options{ReadOnly: true}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("read-only Open of a missing file: %v, want ErrNotFound", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("read-only Open created the file: %v", err)
+	}
+
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.Open(empty, &sqlite.Options{ReadOnly: true}); err == nil {
+		t.Fatal("read-only Open of an unmigrated file succeeded")
+	}
+	if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+		t.Fatalf("read-only Open changed an unmigrated file: %v, %v", fi, err)
+	}
+
+	path := filepath.Join(dir, "events.db")
+	w := mustOpen(t, path, nil)
+	appendN(t, w, "a", 5)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := fileHash(t, path)
+
+	ro := mustOpen(t, path, &sqlite.Options{ReadOnly: true})
+	ctx := t.Context()
+	n := 0
+	for _, err := range ro.ReadAll(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 5 {
+		t.Fatalf("read-only ReadAll: %d events, want 5", n)
+	}
+	if _, err := ro.Append(ctx, "a", store.AnyVersion, []events.Envelope{envelope(1)}); !errors.Is(err, store.ErrReadOnly) {
+		t.Fatalf("read-only Append: %v, want ErrReadOnly", err)
+	}
+	if err := ro.SaveSnapshot(ctx, "p", 1, nil); !errors.Is(err, store.ErrReadOnly) {
+		t.Fatalf("read-only SaveSnapshot: %v, want ErrReadOnly", err)
+	}
+	if err := ro.IntegrityCheck(ctx); err != nil {
+		t.Fatalf("read-only IntegrityCheck: %v", err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fileHash(t, path) != before {
+		t.Fatal("a read-only store changed the file")
+	}
+
+	// A reader sees what a writer in the same or another process commits.
+	w = mustOpen(t, path, nil)
+	ro = mustOpen(t, path, &sqlite.Options{ReadOnly: true})
+	appendN(t, w, "b", 2)
+	if last, err := ro.LastSeq(ctx); err != nil || last != 7 {
+		t.Fatalf("read-only LastSeq after a concurrent append = %d, %v; want 7", last, err)
+	}
+}
+
+// TestConstraintMapsToConflict checks that a unique-constraint failure from
+// the driver, recognised by its code, surfaces as ErrVersionConflict: a row
+// written behind the store's back takes the version Append wants.
+func TestConstraintMapsToConflict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	db := mustOpen(t, path, nil)
+	raw := rawOpen(t, path)
+	if _, err := raw.Exec(`INSERT INTO events (seq, stream, version, type, schema, time, session_id, data) VALUES (1, 's', 1, 'T', 1, 0, 's', x'')`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.Append(t.Context(), "s", store.NoStream, []events.Envelope{envelope(1)})
+	if !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("Append over a conflicting row: %v, want ErrVersionConflict", err)
+	}
+}
+
+func TestIntegrityCheckReportsCorruption(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	db := mustOpen(t, path, nil)
+	if err := db.IntegrityCheck(t.Context()); err != nil {
+		t.Fatalf("IntegrityCheck of a new file: %v", err)
+	}
+	for range 20 {
+		appendN(t, db, "a", 100)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Overwrite the middle of the file (event and index pages, never the
+	// header page) with garbage.
+	garbage := bytes.Repeat([]byte{0x5a}, 8192)
+	copy(b[len(b)/2:], garbage)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ro := mustOpen(t, path, &sqlite.Options{ReadOnly: true})
+	if err := ro.IntegrityCheck(t.Context()); err == nil {
+		t.Fatal("IntegrityCheck of a corrupted file returned nil")
+	}
+}
