@@ -1,0 +1,264 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// LoadConfigs discovers MCP server configurations from every provider's
+// files (see [Providers]) for the project in opts.Cwd and the user in
+// opts.Home. It reads files only: it never runs a command and never
+// connects.
+//
+// Providers are read in parallel and their entries merged by priority.
+// Each entry then passes, in order:
+//
+//  1. project level dropped when opts.EnableProjectConfig is false
+//     (events.SkipProjectDisabled), before anything else, so such files
+//     neither run anything nor hide other entries;
+//  2. validation ([Validate]; events.SkipInvalid), before de-duplication,
+//     so an invalid entry does not hide a valid lower-priority one;
+//  3. de-duplication by name: the first remaining entry wins, later ones
+//     are events.SkipShadowed with a Detail naming the winner's source;
+//  4. disabledServers of mcplife's files (user, project and extra files)
+//     wins (events.SkipDisabled);
+//  5. disabled by the entry's own source (enabled: false, Crush's and
+//     Windsurf's disabled, Gemini's mcp.excluded, Claude Code's rejected
+//     .mcp.json servers) unless the name is in an enabledServers list
+//     (events.SkipDisabled);
+//  6. Exa servers removed and their keys collected when opts.FilterExa
+//     (events.SkipExa).
+//
+// A disabled or Exa-filtered winner still shadows lower entries of the
+// same name: the name is what is switched off.
+//
+// Files that cannot be read or parsed are listed in [Discovery.Errors];
+// every other file still loads. The error result is reserved for
+// discovery failing as a whole: missing Cwd or Home, or ctx ended.
+// LoadConfigs is safe for concurrent use.
+func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	var errs []error
+	if opts.Cwd == "" {
+		errs = append(errs, errors.New("loader: Options.Cwd is required"))
+	}
+	if opts.Home == "" {
+		errs = append(errs, errors.New("loader: Options.Home is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	cwd, err := filepath.Abs(opts.Cwd)
+	if err != nil {
+		return nil, fmt.Errorf("loader: cwd %q: %w", opts.Cwd, err)
+	}
+	home, err := filepath.Abs(opts.Home)
+	if err != nil {
+		return nil, fmt.Errorf("loader: home %q: %w", opts.Home, err)
+	}
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = MapEnv(opts.Env)
+	}
+	goos := opts.GOOS
+	if goos == "" {
+		goos = runtime.GOOS
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	lc := &loadCtx{ctx: ctx, cwd: cwd, cwds: []string{cwd}, home: home, lookup: lookup, goos: goos}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil && real != cwd {
+		lc.cwds = append(lc.cwds, real)
+	}
+	for _, x := range opts.ExtraConfigs {
+		if !filepath.IsAbs(x) {
+			x = filepath.Join(cwd, x)
+		}
+		lc.extra = append(lc.extra, filepath.Clean(x))
+	}
+
+	results := make([][]fileResult, len(providerTable))
+	var wg sync.WaitGroup
+	for i, p := range providerTable {
+		wg.Go(func() { results[i] = lc.load(p) })
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+
+	d := merge(results, mergeOptions{
+		enableProject: opts.EnableProjectConfig == nil || *opts.EnableProjectConfig,
+		filterExa:     opts.FilterExa == nil || *opts.FilterExa,
+		lookup:        lookup,
+	})
+	for _, e := range d.Errors {
+		logger.Warn("mcp config file skipped", "path", e.Path, "error", e.Error)
+	}
+	for _, w := range d.Warnings {
+		logger.Warn("mcp config", "warning", w)
+	}
+	for _, s := range d.Skipped {
+		logger.Debug("mcp server skipped", "server", s.Name, "reason", s.Reason, "detail", events.RedactText(s.Detail), "path", s.Source.Path)
+	}
+	return d, nil
+}
+
+type mergeOptions struct {
+	enableProject bool
+	filterExa     bool
+	lookup        EnvLookup
+}
+
+// merge applies the filters of [LoadConfigs] to the entries of every file,
+// given highest priority first.
+func merge(results [][]fileResult, mo mergeOptions) *Discovery {
+	d := &Discovery{}
+	disabledBy := map[string]string{} // name → path of the list
+	enabledBy := map[string]bool{}
+	for _, files := range results {
+		for _, fr := range files {
+			if fr.err != nil {
+				d.Errors = append(d.Errors, FileError{Path: fr.err.Path, Error: fr.err.Msg})
+			}
+			if fr.level == events.LevelProject && !mo.enableProject {
+				continue
+			}
+			d.Warnings = append(d.Warnings, fr.warnings...)
+			for _, n := range fr.disabledServers {
+				if _, ok := disabledBy[n]; !ok {
+					disabledBy[n] = fr.path
+				}
+			}
+			for _, n := range fr.enabledServers {
+				enabledBy[n] = true
+			}
+		}
+	}
+	winners := map[string]events.SourceMeta{}
+	skip := func(e *entry, reason, detail string) {
+		s := &Skipped{Name: e.name, Reason: reason, Detail: detail, Source: e.src, Config: e.cfg}
+		d.Skipped = append(d.Skipped, *s)
+		d.outcomes = append(d.outcomes, outcome{skipped: s})
+	}
+	for _, files := range results {
+		for _, fr := range files {
+			for i := range fr.entries {
+				e := &fr.entries[i]
+				if e.src.Level == events.LevelProject && !mo.enableProject {
+					skip(e, events.SkipProjectDisabled, "project-level configs are disabled")
+					continue
+				}
+				d.Warnings = append(d.Warnings, e.warnings...)
+				if msgs := validate(e.cfg, e.problems); len(msgs) > 0 {
+					skip(e, events.SkipInvalid, strings.Join(msgs, "; "))
+					continue
+				}
+				if w, dup := winners[e.name]; dup {
+					skip(e, events.SkipShadowed, fmt.Sprintf("shadowed by %s (%s) %s", w.ProviderName, w.Level, w.Path))
+					continue
+				}
+				winners[e.name] = e.src
+				if path, ok := disabledBy[e.name]; ok {
+					skip(e, events.SkipDisabled, "listed in disabledServers of "+path)
+					continue
+				}
+				if !enabledBy[e.name] {
+					if e.disabled != "" {
+						skip(e, events.SkipDisabled, e.disabled)
+						continue
+					}
+					if e.cfg.Enabled != nil && !*e.cfg.Enabled {
+						skip(e, events.SkipDisabled, "disabled in "+e.src.Path)
+						continue
+					}
+				}
+				if mo.filterExa && isExa(e.cfg) {
+					detail := "Exa servers are replaced by the built-in Exa tools"
+					if key := exaKey(e.cfg, mo.lookup); key != "" {
+						if !slices.Contains(d.ExaAPIKeys, key) {
+							d.ExaAPIKeys = append(d.ExaAPIKeys, key)
+						}
+						detail += "; API key collected"
+					}
+					skip(e, events.SkipExa, detail)
+					continue
+				}
+				s := &Server{Config: e.cfg, Source: e.src}
+				d.Servers = append(d.Servers, *s)
+				d.outcomes = append(d.outcomes, outcome{server: s})
+			}
+		}
+	}
+	return d
+}
+
+var (
+	exaHostPattern = regexp.MustCompile(`(?i)mcp\.exa\.ai`)
+	exaKeyPattern  = regexp.MustCompile(`(?i)exaApiKey=([^&\s]+)`)
+)
+
+// isExa reports whether cfg is an Exa server: named "exa" (any case), or
+// with an mcp.exa.ai URL or argument.
+func isExa(cfg events.ServerConfig) bool {
+	if strings.EqualFold(cfg.Name, "exa") || exaHostPattern.MatchString(cfg.URL) {
+		return true
+	}
+	for _, a := range cfg.Args {
+		if exaHostPattern.MatchString(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// exaKey returns the API key of an Exa server: exaApiKey= in the URL or an
+// argument, else its EXA_API_KEY env value (resolved without running
+// anything), else "".
+func exaKey(cfg events.ServerConfig, lookup EnvLookup) string {
+	if m := exaKeyPattern.FindStringSubmatch(cfg.URL); m != nil {
+		return m[1]
+	}
+	for _, a := range cfg.Args {
+		if m := exaKeyPattern.FindStringSubmatch(a); m != nil {
+			return m[1]
+		}
+	}
+	if v, ok := cfg.Env["EXA_API_KEY"]; ok {
+		return resolveWithoutCommands(v, lookup)
+	}
+	return ""
+}
+
+// resolveWithoutCommands applies [Resolver.Resolve]'s rules except that a
+// "!command" value yields "" instead of running.
+func resolveWithoutCommands(v string, lookup EnvLookup) string {
+	if strings.HasPrefix(v, "!") {
+		return ""
+	}
+	if strings.Contains(v, "${") {
+		out, err := expandStrict(v, lookup)
+		if err != nil {
+			return ""
+		}
+		return out
+	}
+	if x, ok := lookup(v); ok && x != "" {
+		return x
+	}
+	return v
+}

@@ -1,0 +1,83 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// namePattern is the set of valid server names.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,100}$`)
+
+// ValidName reports whether name is a valid server name: 1 to 100 letters,
+// digits, "_", ".", ":" or "-".
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
+// NormalizeType returns the canonical transport type for a configured
+// "type": "streamable-http", "streamableHttp" and "streamable_http" become
+// "http"; other values are returned unchanged.
+func NormalizeType(t string) string {
+	switch t {
+	case "streamable-http", "streamableHttp", "streamable_http":
+		return events.TransportHTTP
+	}
+	return t
+}
+
+// Validate checks a server configuration and returns nil or an error whose
+// text is every problem found, joined with "; ":
+//
+//	Server "<n>": both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both
+//	Server "<n>": stdio server requires "command" field
+//	Server "<n>": <http|sse> server requires "url" field
+//	Server "<n>": unknown server type "<t>"
+//
+// plus a message for an invalid name and for a negative timeout. A missing
+// type is inferred: command means stdio, else url means http.
+func Validate(cfg events.ServerConfig) error {
+	msgs := validate(cfg, nil)
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// validate returns the validation messages for cfg, after the mapping
+// problems (already without prefix).
+func validate(cfg events.ServerConfig, problems []string) []string {
+	n := cfg.Name
+	prefix := fmt.Sprintf("Server %q: ", n)
+	var msgs []string
+	if !ValidName(n) {
+		msgs = append(msgs, prefix+`invalid name: use 1 to 100 letters, digits, "_", ".", ":" or "-"`)
+	}
+	for _, p := range problems {
+		msgs = append(msgs, prefix+p)
+	}
+	t := NormalizeType(cfg.Type)
+	if t == "" {
+		t = cfg.Transport()
+	}
+	if cfg.Command != "" && cfg.URL != "" {
+		msgs = append(msgs, prefix+`both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both`)
+	}
+	switch t {
+	case events.TransportStdio:
+		if cfg.Command == "" {
+			msgs = append(msgs, prefix+`stdio server requires "command" field`)
+		}
+	case events.TransportHTTP, events.TransportSSE:
+		if cfg.URL == "" {
+			msgs = append(msgs, prefix+t+` server requires "url" field`)
+		}
+	default:
+		msgs = append(msgs, fmt.Sprintf("%sunknown server type %q", prefix, cfg.Type))
+	}
+	if cfg.TimeoutMs != nil && *cfg.TimeoutMs < 0 {
+		msgs = append(msgs, prefix+`"timeout" must not be negative`)
+	}
+	return msgs
+}
