@@ -87,8 +87,22 @@ type Tool struct {
 // server and the session's tool view. Replaying a session's events rebuilds
 // exactly the view the session had live.
 //
-// A ToolView is not safe for concurrent use: one goroutine applies events
-// and queries it, or the caller guards it, or queries a [ToolView.Clone].
+// Transitions, per server: ServerDiscovered records source, transport,
+// config hash and the redacted config (status unchanged; a new server is
+// disconnected); ServerInvalid records the error (disconnected, no tools);
+// ConnectStarted → connecting and clears the error; ServerConnected →
+// connected; ConnectFailed → disconnected with the error, tools cleared;
+// ToolsListed replaces the tools with live ones and clears the error;
+// ToolsListFailed records the error and keeps the tools; CachedToolsServed
+// sets deferred tools while connecting, unless a live list arrived;
+// Disconnected → disconnected, tools removed; SessionClosed disconnects
+// every server. A ToolsListed for a disconnected or unknown server, and a
+// CachedToolsServed for a server that is not connecting, are out of order
+// (see mcp-audit verify) and change nothing.
+//
+// A ToolView is not safe for concurrent use, not even for queries alone
+// (Tools fills a cache): one goroutine applies events and queries it, or
+// the caller guards it, or hands out a [ToolView.Clone].
 // The slices returned by its queries are copies; the JSON bytes inside tool
 // definitions are shared and must not be modified.
 type ToolView struct {
@@ -233,7 +247,12 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.state.Error = e.Error
 		v.setTools(s, nil, false, 0)
 	case *events.ToolsListed:
-		s := v.server(e.Server)
+		s, ok := v.servers[e.Server]
+		if !ok || s.state.Status == StatusDisconnected {
+			// A list that arrives after its connection ended (or before
+			// any connect) must not bring tools back.
+			break
+		}
 		if s.state.ConfigHash == "" {
 			s.state.ConfigHash = e.ConfigHash
 		}
@@ -247,8 +266,8 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s := v.server(e.Server)
 		s.state.Error = e.Error
 	case *events.CachedToolsServed:
-		s := v.server(e.Server)
-		if !s.hasLive {
+		s, ok := v.servers[e.Server]
+		if ok && s.state.Status == StatusConnecting && !s.hasLive {
 			v.setTools(s, e.Tools, true, e.CacheAge)
 		}
 	case *events.Disconnected:

@@ -153,6 +153,25 @@ func TestToolViewTransitions(t *testing.T) {
 			want: ServerState{Name: "fs", Status: StatusConnecting, Attempt: 2, ConnectStartedAt: t0.Add(time.Second)},
 		},
 		{
+			name: "a list after the disconnect brings no tools back",
+			steps: []step{
+				{0, &events.ServerConnected{Server: "fs"}},
+				{0, &events.Disconnected{Server: "fs", Reason: events.ReasonRequested}},
+				{0, listed("fs", two)},
+				{0, &events.CachedToolsServed{Server: "fs", Tools: two}},
+			},
+			want: ServerState{Name: "fs", Status: StatusDisconnected, DisconnectReason: events.ReasonRequested, ConnectedAt: t0},
+		},
+		{
+			name: "a list after the session closed brings no tools back",
+			steps: []step{
+				{0, &events.ServerConnected{Server: "fs"}},
+				{0, &events.SessionClosed{}},
+				{0, listed("fs", two)},
+			},
+			want: ServerState{Name: "fs", Status: StatusDisconnected, ConnectedAt: t0},
+		},
+		{
 			name: "invalid server",
 			steps: []step{
 				{0, &events.ServerInvalid{Server: "fs", Error: `Server "fs": stdio server requires "command" field`, Source: srcProject}},
@@ -475,5 +494,15 @@ func TestToolViewReplayIsDeterministic(t *testing.T) {
 	}
 	if c := replay.Counts(); c.Unknown == 0 || c.Undecodable != 0 {
 		t.Errorf("counts = %+v, want some unknown and no undecodable", c)
+	}
+}
+
+func TestToolViewListForUnknownServerIgnored(t *testing.T) {
+	r := newRecorder("s", 0)
+	v := NewToolView("s")
+	v.Apply(r.add(listed("ghost", defs("g", 2))))
+	v.Apply(r.add(&events.CachedToolsServed{Server: "ghost", Tools: defs("g", 2)}))
+	if len(v.Servers()) != 0 || len(v.Tools()) != 0 || v.Version() != 0 {
+		t.Errorf("out-of-order lists created state: servers %v, tools %v, version %d", v.Servers(), v.Tools(), v.Version())
 	}
 }
