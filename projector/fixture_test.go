@@ -123,6 +123,8 @@ func realisticSession(session string, servers, toolsPerServer, total int) []even
 		ds := defs("t02", toolsPerServer)
 		r.add(&events.ToolsListed{Server: name(2), ConfigHash: cfg(2).Hash(), Tools: ds, ToolsHash: events.HashTools(ds), Count: len(ds), Cause: events.CauseLate})
 	}
+	// Rare events recur with a period that scales with the session.
+	p := max(total/20, 10)
 	for i := 0; len(r.envs) < total; i++ {
 		r.after(time.Millisecond)
 		srv := i % servers
@@ -130,18 +132,18 @@ func realisticSession(session string, servers, toolsPerServer, total int) []even
 			srv = 0
 		}
 		switch {
-		case i%10007 == 500 && servers > 3:
+		case i%(2*p) == p/2 && servers > 3:
 			r.add(&events.ToolListChanged{Server: name(3)})
 			ds := defs("t03", toolsPerServer+i%3)
 			r.add(&events.ToolsListed{Server: name(3), ConfigHash: cfg(3).Hash(), Tools: ds, ToolsHash: events.HashTools(ds), Count: len(ds), Cause: events.CauseListChanged})
-		case i%20011 == 1000 && servers > 4:
+		case i%(4*p) == p && servers > 4:
 			code := 1
 			r.add(&events.Disconnected{Server: name(4), Reason: events.ReasonProcessExited, ExitStatus: &code})
 			r.add(&events.ConnectStarted{Server: name(4), Transport: events.TransportStdio, Attempt: 2, Round: 2})
 			r.add(&events.ServerConnected{Server: name(4)})
 			ds := defs("t04", toolsPerServer)
 			r.add(&events.ToolsListed{Server: name(4), ConfigHash: cfg(4).Hash(), Tools: ds, ToolsHash: events.HashTools(ds), Count: len(ds), Cause: events.CauseReconnect})
-		case i%5003 == 250:
+		case i%p == p/4:
 			r.raw("ToolResultCaptured", 1, `{"server":"srv-00"}`)
 		default:
 			tool := fmt.Sprintf("t%02d_%d", srv, i%toolsPerServer)
