@@ -22,4 +22,17 @@
 //	for _, t := range view.Tools() {
 //		fmt.Println(t.Name, t.Server, t.Original, t.Deferred)
 //	}
+//
+// The tool cache folds every session and checkpoints itself, so startup
+// costs O(servers), not O(history):
+//
+//	cache := projector.NewToolCache()
+//	if _, data, err := snap.LoadSnapshot(ctx, cache.Name()); err == nil {
+//		if err := cache.UnmarshalSnapshot(data); err != nil { ... }
+//	}
+//	for env, err := range st.ReadAll(ctx, cache.LastSeq()+1) { ... cache.Apply(env) }
+//	tools, age, ok := cache.Lookup("git", cfg.Hash(), time.Now())
+//	...
+//	seq, data, err := cache.Snapshot()
+//	err = snap.SaveSnapshot(ctx, cache.Name(), seq, data)
 package projector

@@ -173,8 +173,17 @@ type toolCacheSnapEntry struct {
 
 // MarshalSnapshot encodes the cache's entries (tombstones included) and
 // LastSeq as JSON, entries sorted by server and hash so equal caches give
-// equal bytes.
+// equal bytes. To save it as a store checkpoint use [ToolCache.Snapshot],
+// which returns the matching sequence.
 func (c *ToolCache) MarshalSnapshot() ([]byte, error) {
+	_, data, err := c.Snapshot()
+	return data, err
+}
+
+// Snapshot returns the checkpoint data of [ToolCache.MarshalSnapshot]
+// together with the sequence it is current up to, taken atomically, ready
+// for store.Snapshotter.SaveSnapshot(ctx, c.Name(), seq, data).
+func (c *ToolCache) Snapshot() (seq uint64, data []byte, err error) {
 	c.mu.RLock()
 	snap := toolCacheSnapshot{Version: toolCacheSnapshotVersion, LastSeq: c.lastSeq, Entries: make([]toolCacheSnapEntry, 0, len(c.entries))}
 	for k, e := range c.entries {
@@ -184,11 +193,11 @@ func (c *ToolCache) MarshalSnapshot() ([]byte, error) {
 	slices.SortFunc(snap.Entries, func(a, b toolCacheSnapEntry) int {
 		return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.ConfigHash, b.ConfigHash))
 	})
-	b, err := json.Marshal(snap)
+	data, err = json.Marshal(snap)
 	if err != nil {
-		return nil, fmt.Errorf("projector: marshal %s snapshot: %w", ToolCacheSnapshotName, err)
+		return 0, nil, fmt.Errorf("projector: marshal %s snapshot: %w", ToolCacheSnapshotName, err)
 	}
-	return b, nil
+	return snap.LastSeq, data, nil
 }
 
 // UnmarshalSnapshot replaces the cache's entries and LastSeq with those of

@@ -158,6 +158,11 @@ func TestToolCacheSnapshotRoundTrip(t *testing.T) {
 		t.Errorf("MarshalSnapshot not deterministic")
 	}
 
+	seq, viaSnapshot, err := c.Snapshot()
+	if err != nil || seq != 4 || string(viaSnapshot) != string(data) {
+		t.Errorf("Snapshot = seq %d, err %v, same bytes %v; want 4, nil, true", seq, err, string(viaSnapshot) == string(data))
+	}
+
 	r := NewToolCache()
 	if err := r.UnmarshalSnapshot(data); err != nil {
 		t.Fatal(err)
