@@ -1,0 +1,435 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/projector"
+)
+
+// Defaults.
+const (
+	// DefaultGate is how long ConnectServers waits before it returns with
+	// whatever is ready (SPEC §2 step 3).
+	DefaultGate = 250 * time.Millisecond
+	// DefaultTimeout bounds connect + initialize, and separately each
+	// tools/list, of a server whose config sets no timeout.
+	DefaultTimeout = 30 * time.Second
+	// DefaultProtocolVersion is the MCP protocol version offered to
+	// servers. It is 2025-11-25 rather than the go-sdk's newest
+	// (2026-07-28): under the newest every request carries the SEP-2575
+	// _meta triple, which made tool calls measurably slower (see
+	// BenchmarkProtocolVersion), servers that predate it reject
+	// server/discover and cost a fallback round trip, and the client's
+	// keep-alive does not run under it. A config's ProtocolVersion pins
+	// another version per server.
+	DefaultProtocolVersion = "2025-11-25"
+	// MaxInstructions is the length, in characters, at which a server's
+	// instructions are cut when exposed.
+	MaxInstructions = 4000
+)
+
+// Options configure a [Manager]. Nil or zero fields mean defaults.
+type Options struct {
+	// Cwd is the session's working directory: stdio servers without a cwd
+	// start there (a relative config cwd is resolved against it), and
+	// roots/list answers it. Default: the process's working directory.
+	Cwd string
+	// Gate is the startup gate (default [DefaultGate]).
+	Gate time.Duration
+	// Resolver substitutes env and header values at every connect
+	// (default [PassThrough]).
+	Resolver Resolver
+	// Logger receives late failures and best-effort problems (default:
+	// discard).
+	Logger *slog.Logger
+	// ToolCache serves deferred tools. It must already be attached to the
+	// journal. Nil: the manager creates one and attaches it.
+	ToolCache *projector.ToolCache
+	// ProtocolVersion offered to servers (default [DefaultProtocolVersion]);
+	// a server config's ProtocolVersion wins.
+	ProtocolVersion string
+	// CaptureArguments records tool-call arguments, redacted, in
+	// ToolCallStarted. Off by default.
+	CaptureArguments bool
+	// ClientName and ClientVersion are sent in initialize (default
+	// "mcplife", "0.1.0").
+	ClientName, ClientVersion string
+}
+
+// ConnectResult is what [Manager.ConnectServers] returns at the gate.
+type ConnectResult struct {
+	// Tools is the manager's whole tool view after the gate, sorted by
+	// name: live tools, deferred tools of pending servers with a cached
+	// list, and the tools of servers connected earlier (an incremental
+	// call keeps them).
+	Tools []*Tool
+	// Errors holds a [*ServerError] per server of this call that failed
+	// validation, connect or tools/list by the time the gate returned.
+	Errors map[string]error
+	// Connected lists the servers of this call that are connected, sorted.
+	Connected []string
+	// Gate describes the round's startup gate. Round is 0 when the call
+	// started no connection.
+	Gate GateOutcome
+}
+
+// GateOutcome is the startup gate of one connect round.
+type GateOutcome struct {
+	Round   int64
+	Gate    time.Duration
+	Elapsed time.Duration
+	// Outcomes maps each server the round connected to one of the
+	// events.Outcome constants: ready, failed, deferred or awaited.
+	Outcomes map[string]string
+}
+
+// Manager runs the MCP server lifecycle of one session: it connects servers
+// in parallel, exposes their tools, calls them, notices drops and tool-list
+// changes, and tears servers down, recording every step in the journal.
+//
+// Its server statuses and tool view are a projection of the session's
+// events ([projector.ToolView]), applied inside each append, so they can
+// never disagree with a replay. Beside the projection it keeps only what
+// cannot be replayed: live go-sdk sessions, connects in flight, processes.
+//
+// All methods are safe for concurrent use, and one Manager may serve
+// several agent sessions (and subagents): they share its connections and
+// see its later changes through [Manager.Watch]. Nothing is torn down
+// implicitly: call [Manager.Close] (or DisconnectAll) when done.
+type Manager struct {
+	j       *journal.Journal
+	session string
+	opts    Options
+	log     *slog.Logger
+	cache   *projector.ToolCache
+	dial    dialer
+	now     func() time.Time
+	// afterSnapshot, when set (tests), is called once the gate decided
+	// the outcome of every server of a round.
+	afterSnapshot func(round int64, outcomes map[string]string)
+
+	// ctx is cancelled by Close; wg holds the goroutines it stops.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	viewMu sync.Mutex
+	view   *projector.ToolView
+
+	// reloadMu serialises Reload.
+	reloadMu sync.Mutex
+
+	callSeq   atomic.Uint64
+	reloadSeq atomic.Uint64
+
+	mu         sync.Mutex
+	closed     bool // no new connects
+	stopping   bool // Close waits for the goroutines; none may start
+	servers    map[string]*server           // pending, connected or being torn down
+	sources    map[string]events.SourceMeta // known before a connect completes
+	discovered map[string]string            // server → config hash recorded in ServerDiscovered
+	attempts   map[string]int
+	round      int64
+}
+
+// New returns a manager that records session's lifecycle in j. The
+// session's earlier events, if any, are folded into the manager's view;
+// normally the session is new.
+func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
+	if j == nil {
+		return nil, errors.New("manager: nil journal")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var errs []error
+	if session == "" {
+		errs = append(errs, errors.New("manager: empty session id"))
+	}
+	if o.Gate < 0 {
+		errs = append(errs, fmt.Errorf("manager: negative gate %v", o.Gate))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.Gate == 0 {
+		o.Gate = DefaultGate
+	}
+	if o.Cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("manager: working directory: %w", err)
+		}
+		o.Cwd = wd
+	}
+	if o.Resolver == nil {
+		o.Resolver = PassThrough{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = DefaultProtocolVersion
+	}
+	if o.ClientName == "" {
+		o.ClientName = "mcplife"
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "0.1.0"
+	}
+	m := &Manager{
+		j:          j,
+		session:    session,
+		opts:       o,
+		log:        o.Logger,
+		cache:      o.ToolCache,
+		dial:       newTransport,
+		now:        j.Now,
+		view:       projector.NewToolView(session),
+		servers:    map[string]*server{},
+		sources:    map[string]events.SourceMeta{},
+		discovered: map[string]string{},
+		attempts:   map[string]int{},
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	ctx := context.Background()
+	if m.cache == nil {
+		m.cache = projector.NewToolCache()
+		if err := j.Attach(ctx, m.cache); err != nil {
+			return nil, fmt.Errorf("manager: attach tool cache: %w", err)
+		}
+	}
+	if err := m.attachView(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// viewProjection keeps the manager's view current inside each append. It
+// folds in only the manager's session.
+type viewProjection struct {
+	m *Manager
+	// floor is where catching up starts: the session's own history was
+	// replayed from its stream already, and the rest of the store holds
+	// nothing for the view.
+	floor uint64
+}
+
+func (p *viewProjection) Apply(env events.Envelope) {
+	if env.SessionID != p.m.session && (env.SessionID != "" || env.Stream != p.m.session) {
+		return
+	}
+	p.m.viewMu.Lock()
+	p.m.view.Apply(env)
+	p.m.viewMu.Unlock()
+}
+
+func (p *viewProjection) LastSeq() uint64 {
+	p.m.viewMu.Lock()
+	defer p.m.viewMu.Unlock()
+	return max(p.m.view.LastSeq(), p.floor)
+}
+
+// attachView replays the session's stream into the view and attaches it,
+// without reading other sessions' history (startup cost must not grow with
+// the size of the store).
+func (m *Manager) attachView(ctx context.Context) error {
+	st := m.j.Store()
+	floor, err := st.LastSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("manager: read store: %w", err)
+	}
+	for env, err := range st.ReadStream(ctx, m.session, 1) {
+		if err != nil {
+			return fmt.Errorf("manager: replay session %q: %w", m.session, err)
+		}
+		m.view.Apply(env)
+	}
+	if err := m.j.Attach(ctx, &viewProjection{m: m, floor: floor}); err != nil {
+		return fmt.Errorf("manager: attach view: %w", err)
+	}
+	return nil
+}
+
+// Session returns the session id the manager records to.
+func (m *Manager) Session() string { return m.session }
+
+// emit appends evs to the session. Recording does not depend on the
+// caller's context: a cancelled call still records that it finished. A
+// failure is logged and returned.
+func (m *Manager) emit(evs ...events.Event) error {
+	return m.emitCorrelated("", evs...)
+}
+
+func (m *Manager) emitCorrelated(correlation string, evs ...events.Event) error {
+	if _, err := m.j.AppendCorrelated(context.Background(), m.session, correlation, evs...); err != nil {
+		m.log.Error("MCP lifecycle event not recorded", "type", evs[0].Type(), "err", err)
+		return err
+	}
+	return nil
+}
+
+// Status returns the status of the named server, one of
+// projector.StatusConnected, StatusConnecting or StatusDisconnected, as the
+// session's view records it.
+func (m *Manager) Status(name string) string {
+	m.viewMu.Lock()
+	defer m.viewMu.Unlock()
+	return m.view.Status(name)
+}
+
+// View returns a copy of the session's view, for callers that need server
+// details (errors, timings, hidden tools, collisions).
+func (m *Manager) View() *projector.ToolView {
+	m.viewMu.Lock()
+	defer m.viewMu.Unlock()
+	return m.view.Clone()
+}
+
+// Resolve maps an exposed tool name back to its server and the tool's
+// original name.
+func (m *Manager) Resolve(toolName string) (server, original string, ok bool) {
+	m.viewMu.Lock()
+	defer m.viewMu.Unlock()
+	ref, ok := m.view.Resolve(toolName)
+	return ref.Server, ref.Tool, ok
+}
+
+// Instructions returns the named server's initialize instructions, cut to
+// [MaxInstructions] characters.
+func (m *Manager) Instructions(name string) string {
+	m.viewMu.Lock()
+	st, _ := m.view.Server(name)
+	m.viewMu.Unlock()
+	s := st.Instructions
+	if n := 0; len(s) > MaxInstructions {
+		for i := range s {
+			if n == MaxInstructions {
+				return s[:i]
+			}
+			n++
+		}
+	}
+	return s
+}
+
+// Sources returns the source metadata of every server passed to
+// ConnectServers and not disconnected since.
+func (m *Manager) Sources() map[string]events.SourceMeta {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.sources)
+}
+
+// Tools returns the session's tools, sorted by name: live tools of
+// connected servers and deferred tools of servers still connecting.
+func (m *Manager) Tools() []*Tool {
+	m.viewMu.Lock()
+	vt := m.view.Tools()
+	m.viewMu.Unlock()
+	out := make([]*Tool, len(vt))
+	for i, t := range vt {
+		out[i] = m.newTool(t)
+	}
+	return out
+}
+
+// WaitForConnection returns nil once the named server is connected. While a
+// connect is in flight it waits for it (bounded by ctx and by the connect's
+// own timeout) and returns its error; with nothing in flight it returns an
+// error wrapping [ErrNotConnected] ("MCP server not connected: <name>").
+func (m *Manager) WaitForConnection(ctx context.Context, name string) error {
+	m.mu.Lock()
+	s := m.servers[name]
+	if s == nil || s.closing {
+		m.mu.Unlock()
+		return notConnected(name)
+	}
+	if s.conn != nil {
+		m.mu.Unlock()
+		return nil
+	}
+	ch := s.connected
+	m.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.connErr != nil {
+		return s.connErr
+	}
+	if s.closing || s.conn == nil {
+		return notConnected(name)
+	}
+	return nil
+}
+
+// Close disconnects every server, stops the manager's goroutines and waits
+// for them. Later ConnectServers calls fail with [ErrClosed]. Close is
+// idempotent and safe to call concurrently.
+func (m *Manager) Close(ctx context.Context) error {
+	err := m.DisconnectAll(ctx)
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	// Servers connected by calls racing with Close.
+	if err2 := m.DisconnectAll(ctx); err == nil {
+		err = err2
+	}
+	m.mu.Lock()
+	m.stopping = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	return err
+}
+
+// timeoutOf returns the connect (and list) timeout of cfg; 0 means none.
+func timeoutOf(cfg events.ServerConfig) time.Duration {
+	if cfg.TimeoutMs == nil {
+		return DefaultTimeout
+	}
+	if *cfg.TimeoutMs <= 0 {
+		return 0
+	}
+	return time.Duration(*cfg.TimeoutMs) * time.Millisecond
+}
+
+// sortedConfigs returns configs sorted by name, first occurrence of each
+// name only.
+func sortedConfigs(configs []events.ServerConfig) []events.ServerConfig {
+	out := make([]events.ServerConfig, 0, len(configs))
+	seen := map[string]bool{}
+	for _, c := range configs {
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		out = append(out, c)
+	}
+	slices.SortStableFunc(out, func(a, b events.ServerConfig) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

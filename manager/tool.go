@@ -1,0 +1,249 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/projector"
+)
+
+// Tool is one MCP tool exposed to agent sessions. Its fields describe the
+// tool as the session's view had it when [Manager.Tools] returned; Call
+// always goes through the manager's current connection to the server.
+// A Tool is safe for concurrent use.
+type Tool struct {
+	// Name is the exposed name, mcp_<server>_<tool> (SPEC §6).
+	Name string
+	// Title and Description as the server sent them; Description falls
+	// back to "MCP tool from <server>".
+	Title       string
+	Description string
+	// InputSchema, OutputSchema and Annotations as the server sent them.
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	Annotations  json.RawMessage
+	// Server is the server's configured name; Original the tool's own
+	// name on that server.
+	Server   string
+	Original string
+	// Provider and ProviderName say where the server's config came from
+	// (empty when unknown).
+	Provider     string
+	ProviderName string
+	// Deferred is set when the tool was served from the tool cache while
+	// its server is still connecting: a call waits for the connection.
+	Deferred bool
+
+	m *Manager
+}
+
+func (m *Manager) newTool(t projector.Tool) *Tool {
+	desc := t.Def.Description
+	if desc == "" {
+		desc = "MCP tool from " + t.Server
+	}
+	return &Tool{
+		Name: t.Name, Title: t.Def.Title, Description: desc,
+		InputSchema: t.Def.InputSchema, OutputSchema: t.Def.OutputSchema, Annotations: t.Def.Annotations,
+		Server: t.Server, Original: t.Original,
+		Provider: t.Source.Provider, ProviderName: t.Source.ProviderName,
+		Deferred: t.Deferred, m: m,
+	}
+}
+
+// Path returns the tool's display path: "mcp:<server> via <providerName>"
+// when the provider is known, else "mcp:<server>".
+func (t *Tool) Path() string {
+	if t.ProviderName != "" {
+		return "mcp:" + t.Server + " via " + t.ProviderName
+	}
+	return "mcp:" + t.Server
+}
+
+// Call calls the tool with args (a json.RawMessage, a map[string]any, any
+// value that marshals to a JSON object, or nil for none) and returns the
+// full result.
+//
+// Transport and protocol errors, a server that is not connected, and a
+// server that drops during the call all become a result with IsError set
+// whose text starts with [ErrorPrefix]; the error return is then nil. A
+// tool's own failure is the server's result with IsError set. When ctx is
+// cancelled or expires, Call returns ctx.Err() (context.Canceled), never a
+// result.
+//
+// A deferred tool first waits for its server's connection, bounded by
+// that server's connect timeout. ToolCallStarted and ToolCallFinished,
+// sharing one correlation id, are recorded around each call that reaches a
+// connected or deferred server; arguments only when
+// Options.CaptureArguments is set (redacted), results never.
+func (t *Tool) Call(ctx context.Context, args any) (*CallResult, error) {
+	return t.m.call(ctx, t, args)
+}
+
+func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	s := m.servers[t.Server]
+	if s != nil && !s.closing && s.conn == nil && !s.deferred {
+		// Still connecting and not served from the cache: wait for the
+		// connection before the call is recorded.
+		m.mu.Unlock()
+		if err := m.awaitConnect(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return errorResult(err.Error()), nil
+		}
+		m.mu.Lock()
+	}
+	if s == nil || !s.calls.join(s) {
+		m.mu.Unlock()
+		return errorResult(notConnected(t.Server).Error()), nil
+	}
+	deferred := s.conn == nil
+	m.mu.Unlock()
+	defer m.leaveCall(s)
+
+	id := "call-" + strconv.FormatUint(m.callSeq.Add(1), 10)
+	started := &events.ToolCallStarted{Server: t.Server, Tool: t.Original, Name: t.Name, Deferred: deferred}
+	if m.opts.CaptureArguments {
+		started.Arguments = redactArguments(args)
+	}
+	m.emitCorrelated(id, started)
+	begin := m.now()
+	res, errText, err := m.doCall(ctx, s, t, args, deferred)
+	fin := &events.ToolCallFinished{Server: t.Server, Tool: t.Original, Duration: m.now().Sub(begin)}
+	switch {
+	case err != nil:
+		fin.Cancelled, fin.Error = true, err.Error()
+	case res.IsError:
+		fin.IsError, fin.Error = true, errText
+	}
+	m.emitCorrelated(id, fin)
+	return res, err
+}
+
+// doCall performs the call. errText is the recorded error of a
+// client-side failure (empty for the tool's own error results, which are
+// not recorded).
+func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, deferred bool) (res *CallResult, errText string, err error) {
+	fail := func(msg string) (*CallResult, string, error) {
+		r := errorResult(msg)
+		return r, r.Content[0].Text, nil
+	}
+	if deferred {
+		if err := m.awaitConnect(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				return nil, "", ctx.Err()
+			}
+			return fail(err.Error())
+		}
+	}
+	m.mu.Lock()
+	lc := s.conn
+	m.mu.Unlock()
+	if lc == nil {
+		return fail(notConnected(s.name).Error())
+	}
+	// The teardown cancels s.ctx: in-flight calls end at once.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	if raw, ok := args.(json.RawMessage); ok && len(raw) == 0 {
+		args = nil
+	}
+	r, cerr := lc.cs.CallTool(cctx, &mcp.CallToolParams{Name: t.Original, Arguments: args})
+	if cerr != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		if s.ctx.Err() != nil {
+			return fail(fmt.Sprintf("%s: %s", ErrDisconnected, s.name))
+		}
+		return fail(lc.res.scrubText(cerr.Error()))
+	}
+	return convertResult(r), "", nil
+}
+
+// awaitConnect waits for s's connect to settle, bounded by ctx and by the
+// server's connect timeout, and returns its error.
+func (m *Manager) awaitConnect(ctx context.Context, s *server) error {
+	wctx := ctx
+	if s.timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	select {
+	case <-s.connected:
+	case <-wctx.Done():
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &ServerError{Server: s.name, Op: OpConnect, Err: &scrubbedError{
+			msg: fmt.Sprintf("Connection to MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.connErr != nil {
+		return s.connErr
+	}
+	if s.closing || s.conn == nil {
+		return notConnected(s.name)
+	}
+	return nil
+}
+
+// redactArguments encodes args for ToolCallStarted with credential-like
+// keys and name=value pairs redacted.
+func redactArguments(args any) json.RawMessage {
+	var v any
+	switch a := args.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		if err := json.Unmarshal(a, &v); err != nil {
+			return nil
+		}
+	default:
+		b, err := json.Marshal(a)
+		if err != nil || json.Unmarshal(b, &v) != nil {
+			return nil
+		}
+	}
+	b, err := json.Marshal(redactValue(v))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func redactValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if events.IsCredentialName(k) {
+				v[k] = events.Redacted
+			} else {
+				v[k] = redactValue(x)
+			}
+		}
+		return v
+	case []any:
+		for i, x := range v {
+			v[i] = redactValue(x)
+		}
+		return v
+	case string:
+		return events.RedactText(v)
+	}
+	return v
+}
