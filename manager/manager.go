@@ -134,8 +134,8 @@ type Manager struct {
 	reloadSeq atomic.Uint64
 
 	mu         sync.Mutex
-	closed     bool // no new connects
-	stopping   bool // Close waits for the goroutines; none may start
+	closed     bool                         // no new connects
+	stopping   bool                         // Close waits for the goroutines; none may start
 	servers    map[string]*server           // pending, connected or being torn down
 	sources    map[string]events.SourceMeta // known before a connect completes
 	discovered map[string]string            // server → config hash recorded in ServerDiscovered
