@@ -94,10 +94,11 @@ type Tool struct {
 // connected; ConnectFailed → disconnected with the error, tools cleared;
 // ToolsListed replaces the tools with live ones and clears the error;
 // ToolsListFailed records the error and keeps the tools; CachedToolsServed
-// sets deferred tools while connecting, unless a live list arrived;
+// sets deferred tools while connecting or while the first tools/list of a
+// connected server is pending, unless a live list arrived;
 // Disconnected → disconnected, tools removed; SessionClosed disconnects
 // every server. A ToolsListed for a disconnected or unknown server, and a
-// CachedToolsServed for a server that is not connecting, are out of order
+// CachedToolsServed for a disconnected server, are out of order
 // (see mcp-audit verify) and change nothing.
 //
 // A ToolView is not safe for concurrent use, not even for queries alone
@@ -267,7 +268,9 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.state.Error = e.Error
 	case *events.CachedToolsServed:
 		s, ok := v.servers[e.Server]
-		if ok && s.state.Status == StatusConnecting && !s.hasLive {
+		// The server may have finished initialize while its first
+		// tools/list is still pending: connected, but without live tools.
+		if ok && s.state.Status != StatusDisconnected && !s.hasLive {
 			v.setTools(s, e.Tools, true, e.CacheAge)
 		}
 	case *events.Disconnected:
