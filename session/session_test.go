@@ -263,4 +263,3 @@ func TestDiscoveryFailureStillStarts(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 }
-
