@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/sqlite"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitCheck = 1 // a check failed, or a promised connection failed
+	exitUsage = 2 // usage or input error
+)
+
+// usageError is an error in the command line or its input (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// checkFailed reports a failed check (exit 1) whose details were printed.
+var errCheckFailed = errors.New("check failed")
+
+// globals are the flags every subcommand accepts.
+type globals struct {
+	db     string
+	json   bool
+	stdout io.Writer
+	stderr io.Writer
+	color  bool
+}
+
+type command struct {
+	name    string
+	summary string
+	hidden  bool
+	run     func(ctx context.Context, g *globals, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{name: "demo", summary: "zero-setup tour: bundled example servers, two lifecycles, replay", run: runDemo},
+		{name: "run", summary: "behave like an agent runtime on real configs", run: runRun},
+		{name: "discover", summary: "show what would be connected, and what is skipped and why", run: runDiscover},
+		{name: "sessions", summary: "list recorded sessions", run: runSessions},
+		{name: "replay", summary: "replay SESSION|last [--follow]: a session's events with relative times", run: runReplay},
+		{name: "inspect", summary: "inspect SESSION --at TIME|--seq N: servers and tools at that point", run: runInspect},
+		{name: "verify", summary: "verify [SESSION|--all]: check the lifecycle ordering invariants", run: runVerify},
+		{name: "timeline", summary: "timeline SESSION -o FILE.svg|.html: waterfall of the startup", run: runTimeline},
+		{name: fixtureCommand, hidden: true, run: runFixture},
+	}
+}
+
+// Run is the whole command: it parses args, runs a subcommand and returns
+// the exit status. It never calls os.Exit.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	fs := newFlagSet("mcp-audit", g)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "mcp-audit: %v\n", err)
+		return exitUsage
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := rest[0]
+	if name == "help" {
+		usage(stdout)
+		return exitOK
+	}
+	g.color = useColor(stdout)
+	for _, c := range commands() {
+		if c.name == name {
+			err := c.run(ctx, g, rest[1:])
+			return exitCode(err, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "mcp-audit: unknown command %q (see mcp-audit help)\n", name)
+	return exitUsage
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	var es exitStatus
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &es):
+		return int(es)
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errCheckFailed):
+		return exitCheck
+	case errors.As(err, &ue):
+		if msg := firstLine(err.Error()); msg != "" {
+			fmt.Fprintf(stderr, "mcp-audit: %v\n", msg)
+		}
+		return exitUsage
+	case errors.Is(err, context.Canceled):
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "mcp-audit: %v\n", err)
+	return exitCheck
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: mcp-audit [--db PATH] [--json] <command> [arguments]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands() {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprintln(w, "\nglobal flags (before or after the command):")
+	fmt.Fprintln(w, "  --db PATH  event store (default $MCP_AUDIT_DB, else $XDG_STATE_HOME/mcplife/events.db, else ~/.local/state/mcplife/events.db)")
+	fmt.Fprintln(w, "  --json     machine-readable output (shapes in the README)")
+	fmt.Fprintln(w, "\nexit status: 0 ok, 1 a check or a promised connection failed, 2 usage or input error")
+}
+
+// newFlagSet returns a flag set with the global flags bound to g.
+func newFlagSet(name string, g *globals) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&g.db, "db", g.db, "event store path")
+	fs.BoolVar(&g.json, "json", g.json, "machine-readable output")
+	return fs
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{fmt.Errorf("%s: %w", fs.Name(), err)}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// dbPath resolves the store path: --db, $MCP_AUDIT_DB,
+// $XDG_STATE_HOME/mcplife/events.db, ~/.local/state/mcplife/events.db.
+func (g *globals) dbPath() (string, error) {
+	if g.db != "" {
+		return g.db, nil
+	}
+	if p := os.Getenv("MCP_AUDIT_DB"); p != "" {
+		return p, nil
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "mcplife", "events.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", usagef("no --db given and no home directory: %v", err)
+	}
+	return filepath.Join(home, ".local", "state", "mcplife", "events.db"), nil
+}
+
+// openReadOnly opens the store for the inspection commands. It never
+// creates, migrates or modifies the file; every failure is a one-line
+// input error.
+func (g *globals) openReadOnly() (store.Store, error) {
+	path, err := g.dbPath()
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.Open(path, &sqlite.Options{ReadOnly: true})
+	if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil, usagef("no event store at %s (run `mcp-audit demo` or `mcp-audit run` first, or pass --db)", path)
+		case errors.Is(err, store.ErrNewerSchema):
+			return nil, usagef("%s was written by a newer mcplife; upgrade mcp-audit to read it", path)
+		}
+		return nil, usagef("open %s: %v", path, err)
+	}
+	return db, nil
+}
+
+// openWritable opens (creating when needed) the store for run and demo.
+func (g *globals) openWritable() (*sqlite.DB, error) {
+	path, err := g.dbPath()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, usagef("create the directory of %s: %v", path, err)
+	}
+	db, err := sqlite.Open(path, nil)
+	if err != nil {
+		if errors.Is(err, store.ErrNewerSchema) {
+			return nil, usagef("%s was written by a newer mcplife; upgrade mcp-audit to use it", path)
+		}
+		return nil, usagef("open %s: %v", path, err)
+	}
+	return db, nil
+}
+
+// writeJSON prints v as indented JSON without HTML escaping.
+func (g *globals) writeJSON(v any) error {
+	enc := json.NewEncoder(g.stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// useColor reports whether w is a terminal and NO_COLOR is unset.
+func useColor(w io.Writer) bool {
+	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// paint wraps s in an ANSI colour when colour is on.
+func (g *globals) paint(code, s string) string {
+	if !g.color || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+const (
+	colorRed    = "31"
+	colorGreen  = "32"
+	colorYellow = "33"
+	colorDim    = "2"
+)
+
+func (g *globals) statusColor(status string) string {
+	switch status {
+	case "connected", "ready", "ok":
+		return g.paint(colorGreen, status)
+	case "connecting", "deferred", "awaited":
+		return g.paint(colorYellow, status)
+	case "disconnected", "failed":
+		return g.paint(colorRed, status)
+	}
+	return status
+}

@@ -1,0 +1,374 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/loader"
+	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/projector"
+	"github.com/mcplife/mcplife/session"
+)
+
+// runJSON is the fixed shape of `run --once --json` (SPEC §9).
+type runJSON struct {
+	Session string             `json:"session"`
+	Gate    runGateJSON        `json:"gate"`
+	Servers []runServerJSON    `json:"servers"`
+	Tools   []toolJSON         `json:"tools"`
+	Errors  []loader.LoadError `json:"errors"`
+	Call    *runCallJSON       `json:"call,omitempty"`
+}
+
+type runGateJSON struct {
+	ElapsedMs float64           `json:"elapsedMs"`
+	Outcomes  map[string]string `json:"outcomes"`
+}
+
+type runServerJSON struct {
+	Name      string            `json:"name"`
+	Status    string            `json:"status"`
+	Transport string            `json:"transport"`
+	Source    events.SourceMeta `json:"source"`
+	Tools     int               `json:"tools"`
+	ReadyMs   *float64          `json:"readyMs"`
+	Error     string            `json:"error,omitempty"`
+}
+
+type runCallJSON struct {
+	Server            string            `json:"server"`
+	Tool              string            `json:"tool"`
+	IsError           bool              `json:"isError"`
+	Content           []manager.Content `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+}
+
+// runOptions are the flags of run (and what demo sets itself).
+type runOptions struct {
+	discoveryFlags
+	gate   time.Duration
+	once   bool
+	settle time.Duration
+	call   string
+	args   string
+}
+
+func runRun(ctx context.Context, g *globals, args []string) error {
+	fs := newFlagSet("run", g)
+	var o runOptions
+	o.register(fs)
+	fs.DurationVar(&o.gate, "gate", manager.DefaultGate, "startup gate")
+	fs.BoolVar(&o.once, "once", false, "wait for late servers (up to --settle), print, tear down and exit")
+	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with --once: how long to wait for servers still connecting")
+	fs.StringVar(&o.call, "call", "", "call one tool, `SERVER/TOOL` (the tool's own name)")
+	fs.StringVar(&o.args, "args", "{}", "JSON arguments for --call")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("run takes no arguments (use --cwd DIR, --config FILE)")
+	}
+	if o.gate <= 0 {
+		return usagef("--gate must be positive")
+	}
+	var callServer, callTool string
+	if o.call != "" {
+		var ok bool
+		callServer, callTool, ok = strings.Cut(o.call, "/")
+		if !ok || callServer == "" || callTool == "" {
+			return usagef("--call %q: want SERVER/TOOL", o.call)
+		}
+		if !json.Valid([]byte(o.args)) {
+			return usagef("--args is not valid JSON")
+		}
+	}
+	lopts, err := o.options()
+	if err != nil {
+		return err
+	}
+	db, err := g.openWritable()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	j, err := journal.New(db, nil)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+
+	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if g.json {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	s, err := session.Start(ctx, session.Options{
+		Journal: j, Cwd: lopts.Cwd, Home: lopts.Home, LookupEnv: lopts.LookupEnv,
+		ExtraConfigs: lopts.ExtraConfigs, EnableProjectConfig: lopts.EnableProjectConfig,
+		Gate: o.gate, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	// Teardown is ours: a Ctrl-C still disconnects every server.
+	defer s.Close(context.WithoutCancel(ctx))
+	res := s.LoadResult()
+	if !g.json {
+		fmt.Fprintf(g.stdout, "session %s  (store %s)\n", s.ID(), mustPath(g))
+		printGate(g, res)
+		printServers(g, s.Manager().View())
+	}
+
+	if !o.once {
+		if o.call != "" {
+			if _, err := callTool1(ctx, g, s, callServer, callTool, o.args); err != nil {
+				return err
+			}
+		}
+		if !g.json {
+			fmt.Fprintln(g.stdout, "\nwatching for changes; Ctrl-C tears everything down")
+		}
+		follow(ctx, g, s, start)
+		if !g.json {
+			fmt.Fprintln(g.stdout, "\ndisconnecting all servers")
+		}
+		return nil
+	}
+
+	settle(ctx, s, o.settle)
+	out := runJSON{Session: s.ID(), Gate: runGateJSON{Outcomes: map[string]string{}}, Servers: []runServerJSON{}, Tools: []toolJSON{}, Errors: []loader.LoadError{}}
+	if res.Connect != nil {
+		out.Gate.ElapsedMs = ms(res.Connect.Gate.Elapsed)
+		if res.Connect.Gate.Outcomes != nil {
+			out.Gate.Outcomes = res.Connect.Gate.Outcomes
+		}
+	}
+	out.Errors = append(out.Errors, res.Errors...)
+	view := s.Manager().View()
+	connected := 0
+	for _, st := range view.Servers() {
+		if st.Status == projector.StatusConnected {
+			connected++
+		}
+		var ready *float64
+		if d, ok := st.ReadyAfter(); ok {
+			v := ms(d)
+			ready = &v
+		}
+		out.Servers = append(out.Servers, runServerJSON{Name: st.Name, Status: st.Status, Transport: st.Transport,
+			Source: st.Source, Tools: len(st.Tools), ReadyMs: ready, Error: st.Error})
+		if st.Error != "" && !slices.ContainsFunc(out.Errors, func(e loader.LoadError) bool { return e.Path == "mcp:"+st.Name }) {
+			out.Errors = append(out.Errors, loader.LoadError{Path: "mcp:" + st.Name, Error: st.Error})
+		}
+	}
+	for _, t := range s.Tools() {
+		if t.MCP != nil {
+			out.Tools = append(out.Tools, toolJSON{Name: t.Name, Server: t.MCP.Server, Tool: t.MCP.Original, Deferred: t.MCP.Deferred})
+		}
+	}
+	var callErr error
+	if o.call != "" {
+		out.Call, callErr = callTool1(ctx, g, s, callServer, callTool, o.args)
+	}
+	if g.json {
+		if err := g.writeJSON(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(g.stdout, "\nafter settling:")
+		printServers(g, view)
+		printTools(g, s)
+	}
+	switch {
+	case callErr != nil:
+		return callErr
+	case out.Call != nil && out.Call.IsError:
+		return errCheckFailed
+	case connected == 0:
+		if !g.json {
+			fmt.Fprintln(g.stderr, "mcp-audit: no server connected")
+		}
+		return errCheckFailed
+	}
+	return nil
+}
+
+func mustPath(g *globals) string {
+	p, _ := g.dbPath()
+	return p
+}
+
+// settle waits until no server is connecting, up to limit.
+func settle(ctx context.Context, s *session.Session, limit time.Duration) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		connecting := false
+		for _, st := range s.Manager().View().Servers() {
+			if st.Status == projector.StatusConnecting || (st.Status == projector.StatusConnected && st.Deferred) {
+				connecting = true
+			}
+		}
+		if !connecting {
+			return
+		}
+		select {
+		case <-s.Changes():
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// follow prints a line whenever a server's status or tool count changes,
+// until ctx ends.
+func follow(ctx context.Context, g *globals, s *session.Session, start time.Time) {
+	last := map[string]string{}
+	snapshot := func() {
+		for _, st := range s.Manager().View().Servers() {
+			line := fmt.Sprintf("%s %d", st.Status, len(st.Tools))
+			if last[st.Name] == line {
+				continue
+			}
+			if _, seen := last[st.Name]; seen {
+				detail := fmt.Sprintf("%d tools", len(st.Tools))
+				if st.Deferred {
+					detail += " (cached)"
+				}
+				if st.Error != "" {
+					detail += "  " + firstLine(st.Error)
+				}
+				if g.json {
+					g.writeJSONLine(map[string]any{"offsetMs": ms(time.Since(start)), "server": st.Name, "status": st.Status, "tools": len(st.Tools), "error": st.Error})
+				} else {
+					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), st.Name, g.statusColor(st.Status), detail)
+				}
+			}
+			last[st.Name] = line
+		}
+	}
+	snapshot()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.Changes():
+			snapshot()
+		}
+	}
+}
+
+// callTool1 calls SERVER/TOOL with argsJSON and prints the result.
+func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool, argsJSON string) (*runCallJSON, error) {
+	var target *session.Tool
+	for _, t := range s.Tools() {
+		if t.MCP != nil && t.MCP.Server == server && t.MCP.Original == tool {
+			target = &t
+			break
+		}
+	}
+	if target == nil {
+		return nil, fmt.Errorf("--call %s/%s: no such tool (servers may have failed; see the table)", server, tool)
+	}
+	res, err := target.Call(ctx, json.RawMessage(argsJSON))
+	if err != nil {
+		return nil, fmt.Errorf("--call %s/%s: %w", server, tool, err)
+	}
+	out := &runCallJSON{Server: server, Tool: tool, IsError: res.IsError, Content: res.Content, StructuredContent: res.StructuredContent}
+	if out.Content == nil {
+		out.Content = []manager.Content{}
+	}
+	if !g.json {
+		verdict := g.paint(colorGreen, "ok")
+		if res.IsError {
+			verdict = g.paint(colorRed, "error")
+		}
+		fmt.Fprintf(g.stdout, "\ncall %s (%s/%s): %s\n", target.Name, server, tool, verdict)
+		text := res.Text()
+		if len(text) > 2000 {
+			text = text[:2000] + "…"
+		}
+		for line := range strings.SplitSeq(text, "\n") {
+			fmt.Fprintf(g.stdout, "  %s\n", line)
+		}
+		for _, c := range res.Content {
+			if c.Type != manager.ContentText {
+				fmt.Fprintf(g.stdout, "  [%s %s %s]\n", c.Type, c.MIMEType, c.URI)
+			}
+		}
+	}
+	return out, nil
+}
+
+func printGate(g *globals, res *loader.LoadResult) {
+	if res.Connect == nil {
+		for _, e := range res.Errors {
+			fmt.Fprintf(g.stdout, "%s %s: %s\n", g.paint(colorRed, "error"), e.Path, e.Error)
+		}
+		return
+	}
+	gate := res.Connect.Gate
+	var parts []string
+	for _, name := range sortedKeys(gate.Outcomes) {
+		parts = append(parts, name+"="+g.statusColor(gate.Outcomes[name]))
+	}
+	fmt.Fprintf(g.stdout, "startup gate %s returned after %s: %s\n", gate.Gate, fmtDur(gate.Elapsed), strings.Join(parts, " "))
+	for _, e := range res.Errors {
+		fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), e.Path, firstLine(e.Error))
+	}
+}
+
+func printServers(g *globals, view *projector.ToolView) {
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nSERVER\tSTATUS\tTRANSPORT\tSOURCE\tTOOLS\tREADY\tERROR")
+	for _, st := range view.Servers() {
+		tools := strconv.Itoa(len(st.Tools))
+		if st.Deferred {
+			tools += " (cached)"
+		}
+		ready := "-"
+		if d, ok := st.ReadyAfter(); ok {
+			ready = fmtDur(d)
+		}
+		source := st.Source.ProviderName
+		if source == "" {
+			source = "-"
+		}
+		errText := firstLine(st.Error)
+		if len(errText) > 70 {
+			errText = errText[:69] + "…"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, g.statusColor(st.Status), st.Transport, source, tools, ready, errText)
+	}
+	tw.Flush()
+}
+
+func printTools(g *globals, s *session.Session) {
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nTOOL\tFROM\tDEFERRED")
+	for _, t := range s.Tools() {
+		fmt.Fprintf(tw, "%s\t%s\t%t\n", t.Name, t.Path, t.MCP != nil && t.MCP.Deferred)
+	}
+	tw.Flush()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
