@@ -1,0 +1,70 @@
+// Package golden runs lifecycle scenarios of the manager deterministically
+// and compares the recorded event stream with golden files.
+//
+// Each scenario is a txtar file in testdata:
+//
+//	prose saying what the scenario shows
+//	-- config.json --
+//	{"gate": "50ms",
+//	 "servers": {"beta": {"fixture": ["only=echo", "block-init-until=@beta"]}},
+//	 "cache": {"beta": ["echo"]}}
+//	-- script --
+//	async c: connect beta
+//	join c
+//	release beta
+//	wait ToolsListed beta
+//	-- events --
+//	-- results --
+//	-- view --
+//	-- log --
+//
+// config.json holds the manager's gate, the servers (events.ServerConfig
+// fields plus "fixture" behaviours of internal/fixture, "@name" naming a
+// gate) and a tool cache seeded as an earlier session would have left it.
+// The script's steps run one after another; the four last sections are
+// the recorded output, rewritten by `go test ./test/golden -update`:
+// events (one events.Describe line per event, correlation ids renamed c1,
+// c2… by first appearance, temporary paths, the fixture binary and ports
+// replaced), results (each step and what it returned), view (the manager's
+// servers and tools when the script ended) and log (warnings, sorted).
+//
+// # Determinism
+//
+// The journal's clock is injected (one millisecond per reading) and
+// correlation ids are renamed, so nothing depends on the machine's speed.
+// Servers that would run in parallel are held at fixture gates and
+// released in the script's order; after each release the script waits for
+// the resulting event, so the recorded order is the scripted order. The
+// manager records a round's ConnectStarted events together, sorted by
+// server, and a teardown's Disconnected events likewise; nothing is
+// reordered by the harness.
+//
+// A short startup gate is used only while every server of the round is
+// blocked, so the gate elapsing is forced. A server that is still pending
+// at the gate without a cached list is "awaited"; the manager records
+// nothing at that moment, so the harness notices the gate's clock reading
+// instead ("wait-gate") before the script releases the server.
+//
+// # Script steps
+//
+//	connect NAME...         Manager.ConnectServers with these servers
+//	reload NAME...          Manager.Reload rediscovering these servers
+//	reload-failing          Manager.Reload whose discovery (the loader) fails as a whole
+//	disconnect NAME         Manager.DisconnectServer
+//	disconnect-all          Manager.DisconnectAll
+//	call TOOL [JSON]        call an exposed tool ("@gate" strings become gate paths);
+//	                        a tool exposed earlier can be called after it disappeared
+//	release GATE...         release fixture gates
+//	reached GATE [N]        wait until servers reached the gate N times (default 1)
+//	wait TYPE [SERVER] [#N] wait for the first such event after the latest action
+//	                        step began, or for the N-th of the session
+//	wait-gate               wait until the startup gate of the latest connect elapsed
+//	watch-status NAME S     wait through Manager.Watch until NAME has status S
+//	tools, status NAME...   print the tool view or statuses
+//	async ID: STEP          run STEP in the background
+//	join ID                 wait for it and print its result
+//
+// After every step the live view is compared with a replay of the stored
+// history; when the script ends the manager is closed, SessionClosed is
+// recorded, and the history must satisfy every invariant of package verify.
+package golden
