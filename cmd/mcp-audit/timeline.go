@@ -19,6 +19,7 @@ type span struct {
 	kind       string // "connect" or "list"
 	start, end time.Duration
 	failed     bool
+	cut        bool // ended by a requested disconnect or a reload
 	open       bool // never finished within the recorded history
 }
 
@@ -66,13 +67,14 @@ func buildTimeline(session string, envs func(yield func(events.Envelope, error) 
 		}
 		return r
 	}
-	closeOpen := func(r *timelineRow, kind string, at time.Duration, failed bool) {
+	closeOpen := func(r *timelineRow, kind string, at time.Duration, failed bool) bool {
 		for i := len(r.spans) - 1; i >= 0; i-- {
 			if r.spans[i].kind == kind && r.spans[i].open {
 				r.spans[i].end, r.spans[i].open, r.spans[i].failed = at, false, failed
-				return
+				return true
 			}
 		}
+		return false
 	}
 	for env, err := range envs {
 		if err != nil {
@@ -124,9 +126,13 @@ func buildTimeline(session string, envs func(yield func(events.Envelope, error) 
 			r.marks = append(r.marks, mark{kind: "deferred", at: at, text: fmt.Sprintf("%d cached tools", e.Count)})
 		case *events.Disconnected:
 			if r, ok := rows[e.Server]; ok {
-				closeOpen(r, "connect", at, true)
-				closeOpen(r, "list", at, true)
-				if e.Reason != events.ReasonRequested && e.Reason != events.ReasonReload {
+				requested := e.Reason == events.ReasonRequested || e.Reason == events.ReasonReload
+				for _, kind := range []string{"connect", "list"} {
+					if closeOpen(r, kind, at, !requested) && requested {
+						r.spans[len(r.spans)-1].cut = true
+					}
+				}
+				if !requested {
 					r.marks = append(r.marks, mark{kind: "dropped", at: at, text: e.Reason})
 				}
 			}
@@ -182,7 +188,7 @@ func runTimeline(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(&b, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head><meta charset=\"utf-8\"/><title>mcplife timeline %s</title>\n", xmlText(session))
 		b.WriteString("<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}</style></head>\n<body>\n")
 		fmt.Fprintf(&b, "<h1>Startup of session %s</h1>\n", xmlText(session))
-		b.WriteString("<p>One row per server. Blue bar: connect + initialize. Green bar: tools/list. Red: failed. Dashed line: the startup gate. Diamond: tools served from the cache (deferred). Cross: failure.</p>\n")
+		b.WriteString("<p>One row per server. Blue bar: connect + initialize. Green bar: tools/list. Red: failed. Grey: cut short by a requested disconnect or a reload. Dashed line: the startup gate. Diamond: tools served from the cache (deferred). Cross: failure.</p>\n")
 		b.Write(svg)
 		b.WriteString("\n</body>\n</html>\n")
 		doc = b.Bytes()
@@ -204,7 +210,7 @@ const (
 	tlPlotW  = 720
 	tlRightW = 250
 	tlRowH   = 34
-	tlTop    = 56
+	tlTop    = 72
 )
 
 // renderSVG draws the waterfall. Every element carries a class and a
@@ -230,7 +236,7 @@ func renderSVG(d *timelineData) []byte {
 	fmt.Fprintf(&b, `<title>Startup timeline of session %s</title>`+"\n", xmlText(d.session))
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="8" y="18" font-size="14" font-weight="bold">Session %s — startup waterfall (0 = first connect)</text>`+"\n", xmlText(d.session))
-	fmt.Fprintf(&b, `<text x="8" y="36" fill="#555">blue = connect + initialize, green = tools/list, red = failed, dashed = startup gate, ◆ = deferred (cached tools), ✕ = failure</text>`+"\n")
+	fmt.Fprintf(&b, `<text x="8" y="36" fill="#555">blue = connect + initialize, green = tools/list, red = failed, grey = cut short by a disconnect or reload, dashed = startup gate, ◆ = deferred (cached tools), ✕ = failure</text>`+"\n")
 	// Time axis.
 	axisY := tlTop + len(d.rows)*tlRowH + 8
 	fmt.Fprintf(&b, `<g class="axis"><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`, tlLabelW, axisY, tlLabelW+tlPlotW, axisY)
@@ -255,6 +261,9 @@ func renderSVG(d *timelineData) []byte {
 			}
 			if s.failed {
 				color = "#d64545"
+			}
+			if s.cut {
+				color = "#9aa0a6"
 			}
 			w := max(x(s.end)-x(s.start), 2)
 			by := y + 8
