@@ -54,8 +54,11 @@ func TestRunOnceJSONShape(t *testing.T) {
 			ReadyMs                 *float64
 			Error                   string
 		} `json:"servers"`
-		Tools  []struct{ Name, Server, Tool string; Deferred bool } `json:"tools"`
-		Errors []struct{ Path, Error string }                      `json:"errors"`
+		Tools []struct {
+			Name, Server, Tool string
+			Deferred           bool
+		} `json:"tools"`
+		Errors []struct{ Path, Error string } `json:"errors"`
 		Call   struct {
 			Server, Tool string
 			IsError      bool
