@@ -66,6 +66,9 @@ type Skipped struct {
 	// messages of [Validate] joined with "; ").
 	Detail string
 	Source events.SourceMeta
+	// Position locates the entry: "path:line:col" for JSON files, the
+	// path for TOML files.
+	Position string
 	// Config is the configuration as mapped (unresolved; not redacted).
 	Config events.ServerConfig
 }

@@ -189,6 +189,8 @@ func serverObject(doc *jsonDoc, m member, key string, pe parseEnv, sub substitut
 		v, err := decodeValue(s.Value)
 		if obj, ok := v.(map[string]any); ok && err == nil {
 			mapFn(fields{m: obj, problems: &e.problems}, &e)
+		} else if err != nil {
+			e.problems = append(e.problems, "invalid entry: "+err.Error())
 		} else {
 			e.problems = append(e.problems, "entry must be an object")
 		}
@@ -202,29 +204,34 @@ func serverObject(doc *jsonDoc, m member, key string, pe parseEnv, sub substitut
 // parseServersFile parses a JSON file whose servers sit under key at the
 // top level (mcpServers, servers or mcp).
 func parseServersFile(path string, data []byte, key string, pe parseEnv, sub substituter, mapFn mapFunc) fileResult {
+	res, _, _ := parseServersDoc(path, data, key, pe, sub, mapFn)
+	return res
+}
+
+// parseServersDoc is parseServersFile that also returns the parsed
+// document and its top-level members (nil after a syntax error), for
+// formats with further top-level keys.
+func parseServersDoc(path string, data []byte, key string, pe parseEnv, sub substituter, mapFn mapFunc) (fileResult, *jsonDoc, []member) {
 	res := fileResult{path: path, level: pe.src.Level}
 	doc, top, err := parseJSONC(path, data)
 	if err != nil {
 		res.err = asFileErr(path, err)
-		return res
+		return res, nil, nil
 	}
-	m, ok := find(top, key)
-	if !ok {
-		return res
+	if m, ok := find(top, key); ok {
+		res.entries, res.err = serverObject(doc, m, key, pe, sub, mapFn)
 	}
-	res.entries, res.err = serverObject(doc, m, key, pe, sub, mapFn)
-	return res
+	return res, doc, top
 }
 
 // parseNative parses mcplife's own file: mcpServers plus the file-level
 // disabledServers and enabledServers lists.
 func parseNative(path string, data []byte, pe parseEnv) fileResult {
 	sub := substituter{lookup: pe.lookup}
-	res := parseServersFile(path, data, "mcpServers", pe, sub, mapNative)
+	res, doc, top := parseServersDoc(path, data, "mcpServers", pe, sub, mapNative)
 	if res.err != nil {
 		return res
 	}
-	doc, top, _ := parseJSONC(path, data)
 	for _, key := range []string{"disabledServers", "enabledServers"} {
 		m, ok := find(top, key)
 		if !ok {
@@ -310,11 +317,10 @@ func parseClaudeJSON(path string, data []byte, pe parseEnv, cwds []string) (loca
 // mcp.allowed / mcp.excluded lists of server names.
 func parseGemini(path string, data []byte, pe parseEnv) fileResult {
 	sub := substituter{lookup: pe.lookup, bare: true}
-	res := parseServersFile(path, data, "mcpServers", pe, sub, mapGemini)
+	res, doc, top := parseServersDoc(path, data, "mcpServers", pe, sub, mapGemini)
 	if res.err != nil || len(res.entries) == 0 {
 		return res
 	}
-	doc, top, _ := parseJSONC(path, data)
 	m, ok := find(top, "mcp")
 	if !ok {
 		return res

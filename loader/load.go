@@ -113,7 +113,7 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 		logger.Warn("mcp config", "warning", w)
 	}
 	for _, s := range d.Skipped {
-		logger.Debug("mcp server skipped", "server", s.Name, "reason", s.Reason, "detail", events.RedactText(s.Detail), "path", s.Source.Path)
+		logger.Debug("mcp server skipped", "server", s.Name, "reason", s.Reason, "detail", events.RedactText(s.Detail), "at", s.Position)
 	}
 	return d, nil
 }
@@ -151,7 +151,7 @@ func merge(results [][]fileResult, mo mergeOptions) *Discovery {
 	}
 	winners := map[string]events.SourceMeta{}
 	skip := func(e *entry, reason, detail string) {
-		s := &Skipped{Name: e.name, Reason: reason, Detail: detail, Source: e.src, Config: e.cfg}
+		s := &Skipped{Name: e.name, Reason: reason, Detail: detail, Source: e.src, Position: e.where, Config: e.cfg}
 		d.Skipped = append(d.Skipped, *s)
 		d.outcomes = append(d.outcomes, outcome{skipped: s})
 	}

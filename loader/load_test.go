@@ -56,7 +56,7 @@ func TestPrecedenceAcrossProviders(t *testing.T) {
 
 func TestInvalidDoesNotShadowValid(t *testing.T) {
 	w := newWorld(t)
-	w.write("~/.config/mcplife/mcp.json", `{"mcpServers": {
+	native := w.write("~/.config/mcplife/mcp.json", `{"mcpServers": {
   "api": {"type": "http"},
   "both": {"command": "x", "url": "http://y"},
   "weird": {"type": "websocket", "command": "x"},
@@ -80,6 +80,9 @@ func TestInvalidDoesNotShadowValid(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, skips(d)); diff != "" {
 		t.Errorf("skipped mismatch (-want +got):\n%s", diff)
+	}
+	if got := d.Skipped[1].Position; got != native+":3:11" {
+		t.Errorf("position = %q", got)
 	}
 }
 

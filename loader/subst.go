@@ -66,6 +66,9 @@ func expandRefs(s string, lookup EnvLookup, unset func(name string)) string {
 // unsetRefs calls unset for every variable referenced by s that is unset and
 // has no default.
 func unsetRefs(s string, lookup EnvLookup, unset func(name string)) {
+	if !strings.Contains(s, "${") {
+		return
+	}
 	for _, sub := range refPattern.FindAllStringSubmatch(s, -1) {
 		if sub[3] != "" {
 			continue
@@ -153,7 +156,7 @@ func (s substituter) prepare(v string) string {
 	if s.openCode {
 		v = braceOpenCodeRefs(v)
 	}
-	if s.bare && !shellSubstPattern.MatchString(v) {
+	if s.bare && !(strings.Contains(v, "$(") && shellSubstPattern.MatchString(v)) {
 		// A $(command) value is used as written (and warned about), so its
 		// $VAR stays the shell's.
 		v = braceBareRefs(v)
@@ -171,7 +174,7 @@ func (s substituter) apply(e *entry) {
 		}
 	}
 	checkInput := func(field, v string) {
-		if !s.inputs {
+		if !s.inputs || !strings.Contains(v, "${input:") {
 			return
 		}
 		for _, sub := range inputRefPattern.FindAllStringSubmatch(v, -1) {
@@ -179,7 +182,7 @@ func (s substituter) apply(e *entry) {
 		}
 	}
 	checkShell := func(field, v string) {
-		if s.bare && shellSubstPattern.MatchString(v) {
+		if s.bare && strings.Contains(v, "$(") && shellSubstPattern.MatchString(v) {
 			e.warnings = append(e.warnings, fmt.Sprintf("%s: server %q: %s: $(...) is not run; the text is used as written (use a value starting with \"!\" to run a command at connect time)", e.src.Path, e.name, field))
 		}
 	}

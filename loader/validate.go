@@ -3,18 +3,26 @@ package loader
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/mcplife/mcplife/events"
 )
 
-// namePattern is the set of valid server names.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,100}$`)
-
-// ValidName reports whether name is a valid server name: 1 to 100 letters,
-// digits, "_", ".", ":" or "-".
-func ValidName(name string) bool { return namePattern.MatchString(name) }
+// ValidName reports whether name is a valid server name, that is, matches
+// ^[A-Za-z0-9_.:-]{1,100}$.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 100 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // NormalizeType returns the canonical transport type for a configured
 // "type": "streamable-http", "streamableHttp" and "streamable_http" become

@@ -1,0 +1,61 @@
+package loader_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mcplife/mcplife/loader"
+)
+
+func ExampleLoadConfigs() {
+	root, _ := os.MkdirTemp("", "loader-example")
+	defer os.RemoveAll(root)
+	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
+	os.MkdirAll(filepath.Join(home, ".codex"), 0o755)
+	os.MkdirAll(project, 0o755)
+	os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(`
+[mcp_servers.figma]
+url = "https://mcp.figma.com/mcp"
+bearer_token_env_var = "FIGMA_TOKEN"
+`), 0o644)
+	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(`{
+  // project servers, trailing commas allowed
+  "mcpServers": {"repo": {"command": "./bin/repo-mcp", "args": ["--root", "${PWD:-.}"]},},
+}`), 0o644)
+
+	d, err := loader.LoadConfigs(context.Background(), loader.Options{
+		Cwd:                 project,
+		Home:                home,
+		Env:                 map[string]string{"FIGMA_TOKEN": "secret"},
+		EnableProjectConfig: new(false),
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range d.Servers {
+		fmt.Println(s.Config.Name, s.Config.Transport(), s.Source.ProviderName, s.Source.Level, s.Config.Headers)
+	}
+	for _, s := range d.Skipped {
+		fmt.Println(s.Name, s.Reason)
+	}
+	// Output:
+	// figma http OpenAI Codex user map[Authorization:Bearer ${FIGMA_TOKEN}]
+	// repo project-disabled
+}
+
+func ExampleResolver_Resolve() {
+	r := loader.NewResolver(loader.MapEnv(map[string]string{"TOKEN": "t0k"}), nil)
+	ctx := context.Background()
+	for _, v := range []string{"Bearer ${TOKEN}", "TOKEN", "literal", "!echo from-a-command", "!exit 3"} {
+		got, err := r.Resolve(ctx, v)
+		fmt.Printf("%q %v\n", got, err)
+	}
+	// Output:
+	// "Bearer t0k" <nil>
+	// "t0k" <nil>
+	// "literal" <nil>
+	// "from-a-command" <nil>
+	// "" shell command failed: exit status 3
+}
