@@ -47,7 +47,9 @@ type Options struct {
 
 // Server is one server configuration that survived discovery.
 type Server struct {
-	// Config is the unresolved configuration, Name set. Env and header
+	// Config is the unresolved configuration, Name set; every filter has
+	// been applied (a server forced on by enabledServers has Enabled nil),
+	// so it is to be connected as is. Env and header
 	// values may still hold ${VAR} references and "!command" values: they
 	// are resolved at connect time by [Resolver].
 	Config events.ServerConfig
@@ -92,7 +94,8 @@ type Discovery struct {
 	// sources were ranked.
 	Skipped []Skipped
 	// Errors lists files that could not be read or parsed; every other file
-	// was still loaded.
+	// was still loaded. Project-level files are not listed when project
+	// configs are disabled (nothing of them is used).
 	Errors []FileError
 	// Warnings are human-readable notes, such as ${VAR} references to
 	// unset variables; each names the file and the server.

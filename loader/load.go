@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -67,6 +69,19 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 	home, err := filepath.Abs(opts.Home)
 	if err != nil {
 		return nil, fmt.Errorf("loader: home %q: %w", opts.Home, err)
+	}
+	// The working directory must exist; a missing home directory simply
+	// has no user files, but one that cannot be examined fails the whole
+	// discovery rather than every user file one by one.
+	if fi, err := os.Stat(cwd); err != nil {
+		return nil, fmt.Errorf("loader: cwd: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("loader: cwd %s: not a directory", cwd)
+	}
+	if fi, err := os.Stat(home); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("loader: home: %w", err)
+	} else if err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("loader: home %s: not a directory", home)
 	}
 	lookup := opts.LookupEnv
 	if lookup == nil {
@@ -132,11 +147,13 @@ func merge(results [][]fileResult, mo mergeOptions) *Discovery {
 	enabledBy := map[string]bool{}
 	for _, files := range results {
 		for _, fr := range files {
+			if fr.level == events.LevelProject && !mo.enableProject {
+				// Ignored files: their entries are reported as
+				// project-disabled, their problems not at all.
+				continue
+			}
 			if fr.err != nil {
 				d.Errors = append(d.Errors, FileError{Path: fr.err.Path, Error: fr.err.Msg})
-			}
-			if fr.level == events.LevelProject && !mo.enableProject {
-				continue
 			}
 			d.Warnings = append(d.Warnings, fr.warnings...)
 			for _, n := range fr.disabledServers {
@@ -177,15 +194,19 @@ func merge(results [][]fileResult, mo mergeOptions) *Discovery {
 					skip(e, events.SkipDisabled, "listed in disabledServers of "+path)
 					continue
 				}
-				if !enabledBy[e.name] {
-					if e.disabled != "" {
-						skip(e, events.SkipDisabled, e.disabled)
+				if e.disabled != "" || (e.cfg.Enabled != nil && !*e.cfg.Enabled) {
+					if !enabledBy[e.name] {
+						detail := e.disabled
+						if detail == "" {
+							detail = "disabled in " + e.src.Path
+						}
+						skip(e, events.SkipDisabled, detail)
 						continue
 					}
-					if e.cfg.Enabled != nil && !*e.cfg.Enabled {
-						skip(e, events.SkipDisabled, "disabled in "+e.src.Path)
-						continue
-					}
+					// Forced on by enabledServers: the returned
+					// configuration no longer says disabled, so whoever
+					// connects it need not know about the lists.
+					e.cfg.Enabled = nil
 				}
 				if mo.filterExa && isExa(e.cfg) {
 					detail := "Exa servers are replaced by the built-in Exa tools"

@@ -140,6 +140,9 @@ func TestFilterOrder(t *testing.T) {
 		if diff := cmp.Diff([]string{"project-only", "forced"}, names(d)); diff != "" {
 			t.Errorf("servers mismatch (-want +got):\n%s", diff)
 		}
+		if e := d.Servers[1].Config.Enabled; e != nil {
+			t.Errorf("forced server still has enabled = %v", *e)
+		}
 		user := w.path("~/.config/mcplife/mcp.json")
 		proj := w.path("./.mcplife/mcp.json")
 		want := []skipView{
@@ -285,14 +288,15 @@ func TestUnsetVariableWarnings(t *testing.T) {
 	}
 }
 
-func TestWarningsOfDisabledProjectFilesAreDropped(t *testing.T) {
+func TestProblemsOfDisabledProjectFilesAreDropped(t *testing.T) {
 	w := newWorld(t)
 	w.write("./.mcp.json", `{"mcpServers": {"p": {"command": "${NOPE}"}}}`)
-	if d := w.load(noProject); len(d.Warnings) != 0 {
-		t.Errorf("warnings = %q", d.Warnings)
+	w.write("./.cursor/mcp.json", `{"mcpServers": {`)
+	if d := w.load(noProject); len(d.Warnings)+len(d.Errors) != 0 {
+		t.Errorf("warnings = %q, errors = %v", d.Warnings, d.Errors)
 	}
-	if d := w.load(); len(d.Warnings) != 1 {
-		t.Errorf("warnings = %q", d.Warnings)
+	if d := w.load(); len(d.Warnings) != 1 || len(d.Errors) != 1 {
+		t.Errorf("warnings = %q, errors = %v", d.Warnings, d.Errors)
 	}
 }
 
@@ -382,6 +386,16 @@ func TestLoadConfigsFailsAsAWhole(t *testing.T) {
 	}
 	if _, err := LoadConfigs(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "Cwd") || !strings.Contains(err.Error(), "Home") {
 		t.Errorf("no inputs: err = %v", err)
+	}
+	if _, err := LoadConfigs(context.Background(), Options{Cwd: filepath.Join(w.proj, "nope"), Home: w.home}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing cwd: err = %v", err)
+	}
+	file := w.write("~/file", "")
+	if _, err := LoadConfigs(context.Background(), Options{Cwd: w.proj, Home: file}); err == nil {
+		t.Error("home is a file: no error")
+	}
+	if _, err := LoadConfigs(context.Background(), Options{Cwd: w.proj, Home: filepath.Join(w.home, "absent")}); err != nil {
+		t.Errorf("absent home: %v", err)
 	}
 	// No files at all is not a failure.
 	d := w.load()
