@@ -311,3 +311,63 @@ func TestIntegrityCheckReportsCorruption(t *testing.T) {
 		t.Fatal("IntegrityCheck of a corrupted file returned nil")
 	}
 }
+
+// TestAppendBatchSizes covers the multi-row insert groups: batch sizes
+// around each group size land whole, gapless and byte-exact.
+func TestAppendBatchSizes(t *testing.T) {
+	db := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), nil)
+	ctx := t.Context()
+	var want []events.Envelope
+	for _, n := range []int{1, 15, 16, 17, 255, 256, 257, 600} {
+		es := make([]events.Envelope, n)
+		for i := range es {
+			es[i] = envelope(len(want) + i)
+			es[i].CorrelationID = fmt.Sprintf("c%d", len(want)+i)
+		}
+		got, err := db.Append(ctx, "s", int64(len(want)), es)
+		if err != nil {
+			t.Fatalf("Append of %d events: %v", n, err)
+		}
+		want = append(want, got...)
+	}
+	i := 0
+	for e, err := range db.ReadAll(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want[i]
+		if e.Seq != uint64(i+1) || e.Version != uint64(i+1) || e.Seq != w.Seq || !bytes.Equal(e.Data, w.Data) ||
+			e.CorrelationID != w.CorrelationID || !e.Time.Equal(w.Time) {
+			t.Fatalf("event %d: got %+v, want %+v", i, e, w)
+		}
+		i++
+	}
+	if i != len(want) {
+		t.Fatalf("read %d events, want %d", i, len(want))
+	}
+}
+
+// TestLargeAppendIsAtomic makes a row in the middle of a large batch fail
+// and checks that none of the batch is stored.
+func TestLargeAppendIsAtomic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	db := mustOpen(t, path, nil)
+	raw := rawOpen(t, path)
+	// Version 300 of stream s is taken behind the store's back.
+	if _, err := raw.Exec(`INSERT INTO events (seq, stream, version, type, schema, time, session_id, data) VALUES (1, 's', 300, 'T', 1, 0, 's', x'')`); err != nil {
+		t.Fatal(err)
+	}
+	es := make([]events.Envelope, 600)
+	for i := range es {
+		es[i] = envelope(i)
+	}
+	if _, err := db.Append(t.Context(), "s", store.NoStream, es); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("Append over a conflicting row: %v, want ErrVersionConflict", err)
+	}
+	if n, err := db.LastSeq(t.Context()); err != nil || n != 1 {
+		t.Fatalf("LastSeq after a failed batch = %d, %v; want 1", n, err)
+	}
+	for info, err := range db.Streams(t.Context()) {
+		t.Fatalf("a failed batch left a stream: %+v, %v", info, err)
+	}
+}
