@@ -12,7 +12,11 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager"
 )
+
+// Resolver is what the manager calls at every connect.
+var _ manager.Resolver = (*Resolver)(nil)
 
 // Errors returned by [Resolver.Resolve], wrapped with the reason. None of
 // them carries the value, the command or its output.
@@ -67,6 +71,25 @@ type Resolver struct {
 	cache map[string]string
 	// inflight holds commands being run, by the full value.
 	inflight map[string]*commandRun
+}
+
+// ResolverFor returns a [Resolver] over the same environment as a
+// discovery with opts (opts.LookupEnv, else opts.Env), running commands in
+// opts.Cwd unless ro names another directory. Use it as the manager's
+// resolver so connect-time substitution sees what discovery saw.
+func ResolverFor(opts Options, ro *ResolverOptions) *Resolver {
+	var o ResolverOptions
+	if ro != nil {
+		o = *ro
+	}
+	if o.Dir == "" {
+		o.Dir = opts.Cwd
+	}
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = MapEnv(opts.Env)
+	}
+	return NewResolver(lookup, &o)
 }
 
 // commandRun is one run of a command shared by concurrent callers.

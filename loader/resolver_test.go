@@ -270,3 +270,17 @@ func TestTrustBoundary(t *testing.T) {
 		t.Errorf("control: %v", err)
 	}
 }
+
+func TestResolverForUsesDiscoveryInputs(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "secret"), []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := ResolverFor(Options{Cwd: dir, Env: map[string]string{"K": "v"}}, nil)
+	if v, err := r.Resolve(context.Background(), "${K}"); err != nil || v != "v" {
+		t.Errorf("env: %q, %v", v, err)
+	}
+	if v, err := r.Resolve(context.Background(), "!cat ./secret"); err != nil || v != "from-file" {
+		t.Errorf("command in cwd: %q, %v", v, err)
+	}
+}
