@@ -27,20 +27,37 @@ const ackPrefix = "storetest-ack "
 // or write fails, and returns that error. After every Append that returns
 // nil it writes one line to w naming the stored envelopes, before the next
 // Append starts; w should be unbuffered (a pipe to the parent process), so a
-// line the reader sees is an acknowledged append.
+// line the reader sees is an acknowledged append. It continues a store that
+// an earlier, killed run left behind.
 //
 // It is the writer a [Features.Durability] hook kills: run it in a child
 // process and read its output with [KillAfterAcks].
 func AppendUntilDone(ctx context.Context, s store.Store, w io.Writer) error {
 	const streams = 3
 	var version [streams]int64
+	for info, err := range s.Streams(ctx) {
+		if err != nil {
+			return fmt.Errorf("storetest: resume: %w", err)
+		}
+		var i int
+		if _, err := fmt.Sscanf(info.Stream, "crash-%d", &i); err == nil && i >= 0 && i < streams {
+			version[i] = int64(info.Version)
+		}
+	}
+	start, err := s.LastSeq(ctx)
+	if err != nil {
+		return fmt.Errorf("storetest: resume: %w", err)
+	}
 	for n := 0; ; n++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		i := n % streams
 		stream := fmt.Sprintf("crash-%d", i)
-		es := batch(fmt.Sprintf("b%d", n), 1+n%3, base.Add(time.Duration(n)*time.Microsecond))
+		// Batch ids stay unique across runs: a run starts after the last
+		// stored seq.
+		id := fmt.Sprintf("r%d-b%d", start, n)
+		es := batch(id, 1+n%3, base.Add(time.Duration(n)*time.Microsecond))
 		got, err := s.Append(ctx, stream, version[i], es)
 		if err != nil {
 			return fmt.Errorf("storetest: append %d: %w", n, err)
@@ -77,6 +94,15 @@ func KillAfterAcks(t *testing.T, cmd *exec.Cmd, n int) []events.Envelope {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start writer %s: %v", cmd.Path, err)
 	}
+	// A writer that hangs without output is killed at the test's deadline
+	// (or after two minutes), which ends the read below; the normal path
+	// kills it after n acknowledgements and stops the timer.
+	limit := 2 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		limit = min(limit, time.Until(d)*9/10)
+	}
+	watchdog := time.AfterFunc(limit, func() { _ = cmd.Process.Kill() })
+	defer watchdog.Stop()
 
 	var acked []events.Envelope
 	appends := 0
