@@ -158,6 +158,9 @@ func FuzzExpandRefs(f *testing.F) {
 		}
 		_, _ = expandStrict(s, lookup)
 		_ = braceBareRefs(s)
+		if out := expandWithBare(s, lookup, nil); !strings.Contains(s, "$") && out != s {
+			t.Fatalf("text without $ changed: %q -> %q", s, out)
+		}
 		_ = braceOpenCodeRefs(s)
 		_ = resolveWithoutCommands(s, lookup)
 	})

@@ -228,7 +228,7 @@ startup_timeout_ms = 1500
 				"~/.config/crush/crush.json": `{
   "$schema": "https://charm.land/crush.json",
   "mcp": {
-    "filesystem": {"type": "stdio", "command": "node", "args": ["$HOME/mcp/server.js"], "timeout": 120, "disabled": false, "disabled_tools": ["some-tool-name"], "env": {"NODE_ENV": "production"}},
+    "filesystem": {"type": "stdio", "command": "node", "args": ["$HOME/mcp/server.js", "$UNSET_DIR", "${HOME}"], "timeout": 120, "disabled": false, "disabled_tools": ["some-tool-name"], "env": {"NODE_ENV": "production"}},
     "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/", "timeout": 120, "headers": {"Authorization": "Bearer $GH_PAT"}},
     "streaming-service": {"type": "sse", "url": "https://example.com/mcp/sse", "disabled": true, "headers": {"API-Key": "$(echo $API_KEY)"}}
   }
@@ -238,13 +238,13 @@ startup_timeout_ms = 1500
 			env: map[string]string{"HOME": "/home/u", "GH_PAT": "p"},
 			want: []server{
 				{events.ServerConfig{Name: "github", Type: "http", URL: "https://ghe.example.com/mcp/"}, [3]string{"crush", "./.crush.json", "project"}},
-				{events.ServerConfig{Name: "filesystem", Type: "stdio", Command: "node", Args: []string{"/home/u/mcp/server.js"}, Env: map[string]string{"NODE_ENV": "production"}, TimeoutMs: ms(120000), DisabledTools: []string{"some-tool-name"}}, [3]string{"crush", "~/.config/crush/crush.json", "user"}},
+				{events.ServerConfig{Name: "filesystem", Type: "stdio", Command: "node", Args: []string{"/home/u/mcp/server.js", "$UNSET_DIR", "/home/u"}, Env: map[string]string{"NODE_ENV": "production"}, TimeoutMs: ms(120000), DisabledTools: []string{"some-tool-name"}}, [3]string{"crush", "~/.config/crush/crush.json", "user"}},
 			},
 			skipped: []skipView{
 				{"github", "shadowed", "shadowed by Crush (project) {{PROJ}}/.crush.json"},
 				{"streaming-service", "disabled", "disabled in {{HOME}}/.config/crush/crush.json"},
 			},
-			warnings: []string{`server "streaming-service": headers.API-Key: $(...) is not run`},
+			warnings: []string{`server "filesystem": args[1]: environment variable UNSET_DIR is not set`, `server "streaming-service": headers.API-Key: $(...) is not run`},
 		},
 		{
 			name: "claude desktop linux",

@@ -39,6 +39,31 @@ var inputRefPattern = regexp.MustCompile(`\$\{input:([^}]*)\}`)
 // never runs anything at discovery.
 var shellSubstPattern = regexp.MustCompile(`\$\([^)]*\)`)
 
+// anyRefPattern matches a braced reference or a bare $VAR.
+var anyRefPattern = regexp.MustCompile(`\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// expandWithBare is [expandRefs] that also expands $VAR, in one pass (a
+// value is never expanded twice). An unset $VAR stays as written.
+func expandWithBare(s string, lookup EnvLookup, unset func(name string)) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	return anyRefPattern.ReplaceAllStringFunc(s, func(m string) string {
+		sub := anyRefPattern.FindStringSubmatch(m)
+		if sub[5] != "" {
+			v, ok := lookup(sub[5])
+			if !ok {
+				if unset != nil {
+					unset(sub[5])
+				}
+				return m
+			}
+			return v
+		}
+		return expandRefs(m, lookup, unset)
+	})
+}
+
 // expandRefs replaces every reference in s by the variable's value. A
 // default applies when the variable is unset or empty. An unset variable
 // without default stays literal and its name is passed to unset.
@@ -148,20 +173,26 @@ func editorVars(cwd, home string) *strings.Replacer {
 	)
 }
 
-// prepare applies the provider's spelling rules to one string.
-func (s substituter) prepare(v string) string {
+// prepare applies the provider's spelling rules to one string; with
+// braceBare, $VAR is rewritten as ${VAR}.
+func (s substituter) prepare(v string, braceBare bool) string {
 	if s.editor != nil {
 		v = s.editor.Replace(v)
 	}
 	if s.openCode {
 		v = braceOpenCodeRefs(v)
 	}
-	if s.bare && !(strings.Contains(v, "$(") && shellSubstPattern.MatchString(v)) {
-		// A $(command) value is used as written (and warned about), so its
-		// $VAR stays the shell's.
+	if braceBare && s.bareApplies(v) {
 		v = braceBareRefs(v)
 	}
 	return v
+}
+
+// bareApplies reports whether $VAR in v is a reference: the provider says
+// so and v is not a $(command), which is used as written (and warned
+// about), leaving its $VAR to the shell.
+func (s substituter) bareApplies(v string) bool {
+	return s.bare && !(strings.Contains(v, "$(") && shellSubstPattern.MatchString(v))
 }
 
 // apply substitutes e's configuration in place, adding warnings and
@@ -189,7 +220,11 @@ func (s substituter) apply(e *entry) {
 	now := func(field, v string) string {
 		checkInput(field, v)
 		checkShell(field, v)
-		return expandRefs(s.prepare(v), s.lookup, warnUnset(field))
+		v = s.prepare(v, false)
+		if s.bareApplies(v) {
+			return expandWithBare(v, s.lookup, warnUnset(field))
+		}
+		return expandRefs(v, s.lookup, warnUnset(field))
 	}
 	later := func(field, v string) string {
 		checkInput(field, v)
@@ -199,7 +234,7 @@ func (s substituter) apply(e *entry) {
 			return v
 		}
 		checkShell(field, v)
-		v = s.prepare(v)
+		v = s.prepare(v, true)
 		unsetRefs(v, s.lookup, warnUnset(field))
 		return v
 	}
