@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,4 +35,66 @@ func TestGolden(t *testing.T) {
 			Run(t, file, *update)
 		})
 	}
+}
+
+func TestArchiveRoundTrip(t *testing.T) {
+	text := "a comment\n-- one --\nfirst\n-- two --\n-- three --\nlast line without newline"
+	a := ParseArchive([]byte(text))
+	if a.Comment != "a comment\n" || len(a.Files) != 3 {
+		t.Fatalf("parsed %+v", a)
+	}
+	if d, _ := a.Get("one"); d != "first\n" {
+		t.Errorf("one = %q", d)
+	}
+	if d, ok := a.Get("two"); !ok || d != "" {
+		t.Errorf("two = %q, %v", d, ok)
+	}
+	a.Set("two", "filled")
+	a.Set("four", "new\n")
+	want := "a comment\n-- one --\nfirst\n-- two --\nfilled\n-- three --\nlast line without newline\n-- four --\nnew\n"
+	if got := string(a.Format()); got != want {
+		t.Errorf("format:\n%s\nwant:\n%s", got, want)
+	}
+	if again := ParseArchive(a.Format()); string(again.Format()) != want {
+		t.Errorf("format is not stable")
+	}
+	// Marker-like lines need the exact shape.
+	b := ParseArchive([]byte("--x--\n-- --\n--  y  --\nz\n"))
+	if len(b.Files) != 1 || b.Files[0].Name != "y" || b.Comment != "--x--\n-- --\n" {
+		t.Errorf("parsed %+v", b)
+	}
+}
+
+// TestReorderedEventsAreReported edits a golden file's event order the way
+// a careless hand edit would and checks that the run reports it with a
+// readable diff.
+func TestReorderedEventsAreReported(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "incremental-connect.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ParseArchive(data)
+	evs, _ := a.Get(SectionEvents)
+	lines := strings.Split(evs, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "ServerConnected alpha") })
+	if i < 0 {
+		t.Fatalf("no ServerConnected alpha in\n%s", evs)
+	}
+	lines[i], lines[i+1] = lines[i+1], lines[i]
+	a.Set(SectionEvents, strings.Join(lines, "\n"))
+
+	reports := Compare("edited.txtar", a, Play(t, a))
+	if len(reports) != 1 {
+		t.Fatalf("%d reports, want 1 (events):\n%s", len(reports), strings.Join(reports, "\n"))
+	}
+	r := reports[0]
+	for _, want := range []string{`section "events" mismatch (-want +got)`, "ServerConnected alpha", "ToolsListed alpha"} {
+		if !strings.Contains(r, want) {
+			t.Errorf("report lacks %q:\n%s", want, r)
+		}
+	}
+	if !strings.Contains(r, "\n-") || !strings.Contains(r, "\n+") {
+		t.Errorf("report shows no -/+ lines:\n%s", r)
+	}
+	t.Logf("the report reads:\n%s", r)
 }
