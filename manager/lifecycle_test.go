@@ -15,7 +15,7 @@ import (
 )
 
 func TestConnectFastServers(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, &Options{Gate: time.Minute})
 	ctx := testCtx(t)
 	src := events.SourceMeta{Provider: "native", ProviderName: "mcplife", Path: "/x/mcp.json", Level: events.LevelUser}
 	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{

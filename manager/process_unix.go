@@ -118,6 +118,10 @@ func startProcess(command string, args []string, env []string, dir string) (*pro
 		}
 	}()
 	go func() {
+		// Park until the child exits without holding a thread where the
+		// kernel allows it: twenty servers starting at once would
+		// otherwise block twenty threads in wait4 and slow the startup.
+		awaitExit(p.pgid)
 		cmd.Wait()
 		p.state = cmd.ProcessState
 		close(p.exited)

@@ -109,13 +109,18 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	}
 	deferred := s.conn == nil
 	m.mu.Unlock()
+	recordDeferred := deferred || t.Deferred
 	defer m.leaveCall(s)
 
 	id := "call-" + strconv.FormatUint(m.callSeq.Add(1), 10)
-	started := &events.ToolCallStarted{Server: t.Server, Tool: t.Original, Name: t.Name, Deferred: deferred}
+	started := &events.ToolCallStarted{Server: t.Server, Tool: t.Original, Name: t.Name, Deferred: recordDeferred}
 	if m.opts.CaptureArguments {
 		started.Arguments = redactArguments(args)
 	}
+	// Recorded before the call (and, for a deferred tool, before waiting:
+	// the server is connecting and deferred now, which a later
+	// ConnectFailed would no longer allow). Recording it concurrently with
+	// the request was measured slower on a loaded machine.
 	m.emitCorrelated(id, started)
 	begin := m.now()
 	res, errText, err := m.doCall(ctx, s, t, args, deferred)

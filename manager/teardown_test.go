@@ -1,0 +1,289 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture"
+)
+
+// processInfo calls the fixture's pid tool on server.
+func processInfo(t *testing.T, m *Manager, server string) fixture.ProcessInfo {
+	t.Helper()
+	r, err := tool(t, m, "mcp_"+server+"_pid").Call(testCtx(t), nil)
+	if err != nil || r.IsError {
+		t.Fatalf("pid: %+v %v", r, err)
+	}
+	var info fixture.ProcessInfo
+	if err := json.Unmarshal(r.StructuredContent, &info); err != nil {
+		t.Fatalf("pid result %s: %v", r.StructuredContent, err)
+	}
+	return info
+}
+
+// readPid reads a pid file written by the spawn-child behaviour.
+func readPid(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file %q: %v", b, err)
+	}
+	return pid
+}
+
+func TestTeardownLeavesNoProcess(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	plainChild := filepath.Join(dir, "plain")
+	shChild := filepath.Join(dir, "sh")
+	stubbornChild := filepath.Join(dir, "stubborn")
+
+	// A server wrapped in sh -c (the shell stays as the group leader's
+	// parent role: the trailing command makes it fork), a plain server, and
+	// one that ignores both a closed stdin and SIGTERM. Each spawns a
+	// sleeping child in its group.
+	cmd, args := fixture.Command(t, "only=pid", "spawn-child="+shChild)
+	wrapped := events.ServerConfig{Name: "wrapped", Command: "sh", Args: append([]string{"-c", `"$@"; echo exited >&2`, "sh", cmd}, args...)}
+	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{
+		wrapped,
+		stdio(t, "plain", "only=pid", "spawn-child="+plainChild),
+		stdio(t, "stubborn", "only=pid", "ignore-sigterm", "linger-on-eof", "spawn-child="+stubbornChild),
+	}, nil)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(res.Errors, err)
+	}
+	var pids []int
+	for _, name := range []string{"wrapped", "plain", "stubborn"} {
+		info := processInfo(t, e.m, name)
+		pids = append(pids, info.PID)
+		pids = append(pids, info.Children...)
+		if info.PGID == syscall.Getpgrp() {
+			t.Fatalf("%s runs in the test's process group", name)
+		}
+	}
+	pids = append(pids, readPid(t, plainChild), readPid(t, shChild), readPid(t, stubbornChild))
+	// The shell itself.
+	m := e.m
+	m.mu.Lock()
+	shell := m.servers["wrapped"].conn.proc.Pid()
+	m.mu.Unlock()
+	pids = append(pids, shell)
+
+	if err := e.m.DisconnectAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("process %d survived the teardown", pid)
+		}
+	}
+	var reasons []string
+	for _, d := range ofType[*events.Disconnected](e, "s1") {
+		reasons = append(reasons, d.Server+"/"+d.Reason)
+	}
+	equal(t, "disconnected", reasons, []string{"plain/requested", "stubborn/requested", "wrapped/requested"})
+}
+
+func TestConcurrentLifecycleCalls(t *testing.T) {
+	for _, gate := range []time.Duration{time.Nanosecond, DefaultGate} {
+		t.Run(gate.String(), func(t *testing.T) { testConcurrentLifecycleCalls(t, gate) })
+	}
+}
+
+func testConcurrentLifecycleCalls(t *testing.T, gate time.Duration) {
+	e := newEnv(t, &Options{Gate: gate})
+	ctx := testCtx(t)
+	configs := []events.ServerConfig{
+		stdio(t, "a", "only=echo"),
+		stdio(t, "b", "only=echo,add"),
+		stdio(t, "c", "only=add"),
+	}
+	discover := func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
+		return configs, nil, nil
+	}
+	var wg sync.WaitGroup
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := range 3 {
+		run(func() error { _, err := e.m.ConnectServers(ctx, configs[i:], nil); return err })
+		run(func() error { _, err := e.m.Reload(ctx, discover); return err })
+		run(func() error { return e.m.DisconnectAll(ctx) })
+		run(func() error { return e.m.DisconnectServer(ctx, configs[i].Name) })
+		run(func() error {
+			for _, tl := range e.m.Tools() {
+				if _, err := tl.Call(ctx, map[string]any{"text": "x", "a": 1, "b": 2}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	wg.Wait()
+	// Whatever the interleaving, a final reload leaves every server
+	// connected exactly once.
+	res, err := e.m.Reload(ctx, discover)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(res.Errors, err)
+	}
+	if got := toolNames(e.m.Tools()); fmt.Sprint(got) != "[mcp_a_echo mcp_b_add mcp_b_echo mcp_c_add]" {
+		for _, name := range []string{"a", "b", "c"} {
+			t.Logf("%s: %v", name, e.serverTypes("s1", name))
+		}
+		t.Fatalf("tools %v", got)
+	}
+	m := e.m
+	m.mu.Lock()
+	n := len(m.servers)
+	m.mu.Unlock()
+	if n != 3 {
+		t.Fatalf("%d server records, want 3", n)
+	}
+	// Reload events share a correlation id.
+	ids := map[string][]string{}
+	for _, env := range e.events("s1") {
+		if strings.HasPrefix(env.CorrelationID, "reload-") {
+			ids[env.CorrelationID] = append(ids[env.CorrelationID], env.Type)
+		}
+	}
+	if len(ids) != 4 {
+		t.Fatalf("reload ids %v", ids)
+	}
+	for id, types := range ids {
+		if types[0] != events.TypeReloadRequested || types[len(types)-1] != events.TypeReloadCompleted {
+			t.Errorf("%s: %v", id, types)
+		}
+	}
+}
+
+func TestReload(t *testing.T) {
+	// A long gate: the warm cache would otherwise serve deferred tools on
+	// a loaded machine.
+	e := newEnv(t, &Options{Gate: time.Minute})
+	ctx := testCtx(t)
+	a := stdio(t, "a", "only=echo")
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{a, stdio(t, "gone", "only=echo")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := stdio(t, "b", "only=add")
+	res, err := e.m.Reload(ctx, func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
+		return []events.ServerConfig{a, b}, nil, nil
+	})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(res.Errors, err)
+	}
+	equal(t, "tools", toolNames(res.Tools), []string{"mcp_a_echo", "mcp_b_add"})
+	equal(t, "a events", e.serverTypes("s1", "a"), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected", "ToolsListed/initial", "Disconnected/reload", "ConnectStarted", "ServerConnected", "ToolsListed/initial"})
+	equal(t, "gone events", e.serverTypes("s1", "gone"), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected", "ToolsListed/initial", "Disconnected/reload"})
+	rc := ofType[*events.ReloadCompleted](e, "s1")
+	if len(rc) != 1 || rc[0].Servers != 2 || rc[0].Tools != 2 || rc[0].Failed != 0 {
+		t.Fatalf("reload completed %+v", rc)
+	}
+	// A discovery failure leaves no server and records why.
+	res, err = e.m.Reload(ctx, func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
+		return nil, nil, fmt.Errorf("bad config file")
+	})
+	if err == nil || len(res.Tools) != 0 {
+		t.Fatalf("failed reload: %v %v", res, err)
+	}
+	if df := ofType[*events.DiscoveryFailed](e, "s1"); len(df) != 1 || df[0].Path != ".mcp.json" {
+		t.Fatalf("discovery failed %+v", df)
+	}
+}
+
+func TestWatchersShareTheManager(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	// A parent session's watcher and a subagent's: both see later changes.
+	// A third never reads; it must not hold anything up.
+	parent, err := e.m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := e.m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		name := fmt.Sprintf("s%d", i)
+		if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, name, "only=echo")}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []<-chan Update{parent, sub} {
+		waitFor(t, ctx, w, func() bool { return len(e.m.Tools()) == 5 })
+	}
+	// Coalesced: at most one update is pending.
+	if len(parent) > 1 {
+		t.Fatalf("%d pending updates", len(parent))
+	}
+	if err := e.m.DisconnectServer(ctx, "s0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []<-chan Update{parent, sub} {
+		for {
+			u := <-w
+			if u.Type == events.TypeDisconnected && u.Server == "s0" {
+				break
+			}
+		}
+	}
+	if slices.Contains(toolNames(e.m.Tools()), "mcp_s0_echo") {
+		t.Fatal("disconnected server's tool still listed")
+	}
+	// Closing the manager closes the channels.
+	if err := e.m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range parent {
+	}
+}
+
+func TestCloseStopsEverything(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	g := fixture.NewGate(t)
+	pending := stdio(t, "pending", "only=echo", g.Arg("block-init-until"))
+	seedCache(t, e, pending, "echo")
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{pending, stdio(t, "ok", "only=echo")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "late", "only=echo")}, nil); err != ErrClosed {
+		t.Fatalf("connect after close: %v", err)
+	}
+	if n := len(e.m.Tools()); n != 0 {
+		t.Fatalf("%d tools after close", n)
+	}
+	equal(t, "pending events", e.serverTypes("s1", "pending"), []string{"ServerDiscovered", "ConnectStarted", "CachedToolsServed", "Disconnected/requested"})
+}
