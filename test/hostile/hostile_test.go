@@ -1,0 +1,361 @@
+package hostile
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/projector"
+)
+
+func TestCrashDuringInitialize(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	res := e.connect(ctx, stdio(t, "crashy", "exit-on-init", "exit-code=3", "stderr=crashy: cannot start"))
+	err := res.Errors["crashy"]
+	if err == nil {
+		t.Fatalf("no error for crashy: %+v", res)
+	}
+	wantContains(t, "error", err.Error(), `MCP server "crashy"`)
+	wantContains(t, "error", err.Error(), "process exited with status 3")
+	wantContains(t, "error", err.Error(), "crashy: cannot start")
+	if res.Gate.Outcomes["crashy"] != events.OutcomeFailed || res.Gate.Outcomes["healthy"] != events.OutcomeReady {
+		t.Fatalf("outcomes %v", res.Gate.Outcomes)
+	}
+	wantTypes(t, "crashy", e.types("crashy"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeConnectFailed)
+	if cf := lastOf[*events.ConnectFailed](e, "crashy"); cf.TimedOut || cf.Error != err.Error() {
+		t.Fatalf("ConnectFailed %+v, result error %q", cf, err)
+	}
+	if st := e.m.Status("crashy"); st != projector.StatusDisconnected {
+		t.Fatalf("status %s", st)
+	}
+	e.checkHealthy(ctx)
+}
+
+func TestNeverAnswersInitialize(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	res := e.connect(ctx, withTimeout(stdio(t, "mute", "hang-init"), 300))
+	err := res.Errors["mute"]
+	if err == nil || err.Error() != `Connection to MCP server "mute" timed out after 300ms` {
+		t.Fatalf("error %v", err)
+	}
+	if !errors.Is(err, manager.ErrTimeout) {
+		t.Fatalf("%v does not wrap ErrTimeout", err)
+	}
+	wantTypes(t, "mute", e.types("mute"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeConnectFailed)
+	if cf := lastOf[*events.ConnectFailed](e, "mute"); !cf.TimedOut {
+		t.Fatalf("ConnectFailed %+v: not marked timed out", cf)
+	}
+	e.checkHealthy(ctx)
+}
+
+func TestExitsRightAfterInitialize(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	e.connect(ctx, stdio(t, "brief", "exit-after-init", "exit-code=4"))
+	// The handshake succeeded, so the exit is a drop: whatever the
+	// tools/list in flight saw, the server ends disconnected with the exit
+	// status recorded.
+	e.waitFor(ctx, "brief dropped", func() bool {
+		return slices.Contains(e.types("brief"), events.TypeDisconnected)
+	})
+	types := e.types("brief")
+	if !slices.Equal(types[:3], []string{events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected}) || types[len(types)-1] != events.TypeDisconnected {
+		t.Fatalf("brief events %v", types)
+	}
+	d := lastOf[*events.Disconnected](e, "brief")
+	if d.ExitStatus == nil || *d.ExitStatus != 4 {
+		t.Fatalf("Disconnected %+v: want exit status 4", d)
+	}
+	if d.Reason != events.ReasonProcessExited {
+		t.Fatalf("Disconnected %+v: want reason %q", d, events.ReasonProcessExited)
+	}
+	if e.m.Status("brief") != projector.StatusDisconnected {
+		t.Fatalf("status %s", e.m.Status("brief"))
+	}
+	for _, tl := range e.m.Tools() {
+		if tl.Server == "brief" {
+			t.Fatalf("tool %s of the exited server is still exposed", tl.Name)
+		}
+	}
+	e.checkHealthy(ctx)
+}
+
+func TestCrashDuringToolCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	e.connect(ctx, stdio(t, "fragile", "only=echo,crash"))
+	crash := e.tool("mcp_fragile_crash")
+	res, err := crash.Call(ctx, map[string]any{"code": 5, "message": "fragile: segfault"})
+	if err != nil {
+		t.Fatalf("a crash is a result, not an error: %v", err)
+	}
+	if !res.IsError {
+		t.Fatalf("result %+v", res)
+	}
+	wantPrefix(t, "result", res.Text(), manager.ErrorPrefix)
+	e.waitFor(ctx, "fragile dropped", func() bool { return e.m.Status("fragile") == projector.StatusDisconnected })
+	d := lastOf[*events.Disconnected](e, "fragile")
+	if d.ExitStatus == nil || *d.ExitStatus != 5 {
+		t.Fatalf("Disconnected %+v: want exit status 5", d)
+	}
+	wantContains(t, "Disconnected error", d.Error, "fragile: segfault")
+	fin := lastOf[*events.ToolCallFinished](e, "fragile")
+	if !fin.IsError || !strings.HasPrefix(fin.Error, manager.ErrorPrefix) {
+		t.Fatalf("ToolCallFinished %+v", fin)
+	}
+	// The session's tool, still held, now fails fast.
+	res, err = e.tool("mcp_healthy_echo").Call(ctx, map[string]any{"text": "x"})
+	if err != nil || res.IsError {
+		t.Fatalf("healthy call after the crash: %+v %v", res, err)
+	}
+	res, err = crash.Call(ctx, nil)
+	if err != nil || !res.IsError || res.Text() != manager.ErrorPrefix+"MCP server not connected: fragile" {
+		t.Fatalf("call on the crashed server: %+v %v", res, err)
+	}
+	e.checkHealthy(ctx)
+}
+
+func TestHangsInToolsList(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	res := e.connect(ctx, withTimeout(stdio(t, "stuck", "only=echo", "hang-list"), 300))
+	err := res.Errors["stuck"]
+	if err == nil || err.Error() != `Listing tools of MCP server "stuck" timed out after 300ms` {
+		t.Fatalf("error %v", err)
+	}
+	wantTypes(t, "stuck", e.types("stuck"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected, events.TypeToolsListFailed)
+	for _, tl := range e.m.Tools() {
+		if tl.Server == "stuck" {
+			t.Fatalf("stuck exposes %s", tl.Name)
+		}
+	}
+	e.checkHealthy(ctx)
+}
+
+func TestGarbageOnStdout(t *testing.T) {
+	for _, when := range []string{"garbage-before-init", "garbage-after-init"} {
+		t.Run(when, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := ctxOf(t)
+			res := e.connect(ctx, stdio(t, "noisy", "only=echo", when))
+			// A line that is not JSON-RPC must not take the healthy server
+			// down; the noisy one either fails with an error naming it or
+			// carries on.
+			if err := res.Errors["noisy"]; err != nil {
+				t.Logf("noisy failed: %v; events %v", err, e.types("noisy"))
+				var se *manager.ServerError
+				if !errors.As(err, &se) || se.Server != "noisy" {
+					t.Fatalf("error %v is not a ServerError about noisy", err)
+				}
+			} else {
+				t.Logf("noisy connected; events %v", e.types("noisy"))
+			}
+			e.checkHealthy(ctx)
+		})
+	}
+}
+
+func TestStderrFloodStaysBounded(t *testing.T) {
+	t.Parallel()
+	const limit = 64<<10 + 1<<10
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	res := e.connect(ctx,
+		stdio(t, "floodinit", "stderr-flood=10MiB", "exit-on-init"),
+		stdio(t, "floodlater", "only=write_stderr,crash"),
+	)
+	err := res.Errors["floodinit"]
+	if err == nil {
+		t.Fatal("floodinit did not fail")
+	}
+	if n := len(err.Error()); n > limit {
+		t.Fatalf("connect error is %d bytes, want at most %d", n, limit)
+	}
+	wantContains(t, "error", err.Error(), "mcplife fixture: exit 1 (exit-on-init)")
+	if cf := lastOf[*events.ConnectFailed](e, "floodinit"); len(cf.Error) > limit {
+		t.Fatalf("recorded error is %d bytes", len(cf.Error))
+	}
+
+	// A flood during the session, then a crash: the drop's error quotes a
+	// bounded tail.
+	w, cerr := e.tool("mcp_floodlater_write_stderr").Call(ctx, map[string]any{"bytes": 10 << 20})
+	if cerr != nil || w.IsError {
+		t.Fatalf("write_stderr: %+v %v", w, cerr)
+	}
+	if _, cerr := e.tool("mcp_floodlater_crash").Call(ctx, map[string]any{"message": "the last words"}); cerr != nil {
+		t.Fatal(cerr)
+	}
+	e.waitFor(ctx, "floodlater dropped", func() bool { return e.m.Status("floodlater") == projector.StatusDisconnected })
+	d := lastOf[*events.Disconnected](e, "floodlater")
+	if len(d.Error) > limit {
+		t.Fatalf("Disconnected error is %d bytes", len(d.Error))
+	}
+	wantContains(t, "Disconnected error", d.Error, "the last words")
+	for _, env := range e.history() {
+		if len(env.Data) > limit {
+			t.Errorf("%s event of %d bytes", env.Type, len(env.Data))
+		}
+	}
+	e.checkHealthy(ctx)
+}
+
+func TestFiveThousandToolsAcrossPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	res := e.connect(ctx, stdio(t, "huge", "only=", "tools=5000", "page-size=100"))
+	if err := res.Errors["huge"]; err != nil {
+		t.Fatal(err)
+	}
+	listed := lastOf[*events.ToolsListed](e, "huge")
+	if listed.Count != 5000 || len(listed.Tools) != 5000 {
+		t.Fatalf("ToolsListed count %d, %d tools", listed.Count, len(listed.Tools))
+	}
+	var names []string
+	for _, tl := range e.m.Tools() {
+		if tl.Server == "huge" {
+			names = append(names, tl.Name)
+		}
+	}
+	if len(names) != 5000 || names[0] != "mcp_huge_tool_0001" || names[4999] != "mcp_huge_tool_5000" {
+		t.Fatalf("%d tools, first %v", len(names), names[:min(3, len(names))])
+	}
+	if !slices.IsSorted(names) {
+		t.Fatal("tools are not sorted by name")
+	}
+	r, err := e.tool("mcp_huge_tool_4321").Call(ctx, map[string]any{"text": "deep page"})
+	if err != nil || r.IsError || r.Text() != "deep page" {
+		t.Fatalf("call: %+v %v", r, err)
+	}
+	e.checkHealthy(ctx)
+}
+
+var exposedName = regexp.MustCompile(`^mcp_[a-z0-9_]+$`)
+
+func TestWeirdToolNames(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	res := e.connect(ctx, stdio(t, "weird", "only=", "weird-names"))
+	if err := res.Errors["weird"]; err != nil {
+		t.Fatal(err)
+	}
+	byOriginal := map[string]*manager.Tool{}
+	seen := map[string]bool{}
+	for _, tl := range e.m.Tools() {
+		if tl.Server != "weird" {
+			continue
+		}
+		if len(tl.Name) > projector.MaxToolNameLen || !exposedName.MatchString(tl.Name) || !utf8.ValidString(tl.Name) {
+			t.Errorf("exposed name %q (%d bytes)", tl.Name, len(tl.Name))
+		}
+		if seen[tl.Name] {
+			t.Errorf("name %s exposed twice", tl.Name)
+		}
+		seen[tl.Name] = true
+		byOriginal[tl.Original] = tl
+	}
+	for _, orig := range fixture.WeirdToolNames {
+		tl, ok := byOriginal[orig]
+		if !ok {
+			t.Errorf("tool %q not exposed; have %v", orig, byOriginal)
+			continue
+		}
+		if srv, o, ok := e.m.Resolve(tl.Name); !ok || srv != "weird" || o != orig {
+			t.Errorf("Resolve(%s) = %s, %q, %v", tl.Name, srv, o, ok)
+		}
+		r, err := tl.Call(ctx, map[string]any{"text": "hi " + orig})
+		if err != nil || r.IsError || r.Text() != "hi "+orig {
+			t.Errorf("call %s (%q): %+v %v", tl.Name, orig, r, err)
+		}
+	}
+	if got := byOriginal["name with spaces"].Name; got != "mcp_weird_name_with_spaces" {
+		t.Errorf("name with spaces → %s", got)
+	}
+	// Foo-Bar and foo_bar both sanitise to foo_bar: one keeps the name,
+	// the other is renamed, and the collision is recorded.
+	a, b := byOriginal["Foo-Bar"].Name, byOriginal["foo_bar"].Name
+	if a == b || (a != "mcp_weird_foo_bar" && b != "mcp_weird_foo_bar") {
+		t.Errorf("colliding names: Foo-Bar → %s, foo_bar → %s", a, b)
+	}
+	if cs := e.m.View().Collisions(); len(cs) == 0 {
+		t.Error("no collision recorded")
+	}
+	// The same pair gets the same name in another session.
+	e2 := newEnv(t)
+	e2.connect(ctx, stdio(t, "weird", "only=", "weird-names"))
+	for _, tl := range e2.m.Tools() {
+		if tl.Server == "weird" && byOriginal[tl.Original].Name != tl.Name {
+			t.Errorf("%q named %s, then %s", tl.Original, byOriginal[tl.Original].Name, tl.Name)
+		}
+	}
+	e.checkHealthy(ctx)
+}
+
+func TestMegabyteInputSchema(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	res := e.connect(ctx, stdio(t, "schema", "only=echo", "big-schema=1MiB"))
+	if err := res.Errors["schema"]; err != nil {
+		t.Fatal(err)
+	}
+	tl := e.tool("mcp_schema_big_schema")
+	if n := len(tl.InputSchema); n < 1<<20 {
+		t.Fatalf("input schema is %d bytes, want at least 1 MiB", n)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(tl.InputSchema, &schema); err != nil || schema["type"] != "object" {
+		t.Fatalf("schema does not decode: %v", err)
+	}
+	listed := lastOf[*events.ToolsListed](e, "schema")
+	if listed.Count != 2 {
+		t.Fatalf("ToolsListed %d tools", listed.Count)
+	}
+	r, err := tl.Call(ctx, map[string]any{})
+	if err != nil || r.IsError || r.Text() != "ok" {
+		t.Fatalf("call: %+v %v", r, err)
+	}
+	e.checkHealthy(ctx)
+}
+
+func TestTenMegabyteResult(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	e.connect(ctx, stdio(t, "bulky", "only=big_result"))
+	r, err := e.tool("mcp_bulky_big_result").Call(ctx, nil)
+	if err != nil || r.IsError {
+		t.Fatalf("call: %+v %v", r, err)
+	}
+	text := r.Text()
+	if len(text) != fixture.DefaultBigResult || !strings.HasPrefix(text, "0123456789abcdef") {
+		t.Fatalf("result is %d bytes, want %d", len(text), fixture.DefaultBigResult)
+	}
+	// Results are never recorded.
+	for _, env := range e.history() {
+		if len(env.Data) > 64<<10 {
+			t.Errorf("%s event of %d bytes", env.Type, len(env.Data))
+		}
+	}
+	fin := lastOf[*events.ToolCallFinished](e, "bulky")
+	if fin.IsError {
+		t.Fatalf("ToolCallFinished %+v", fin)
+	}
+	e.checkHealthy(ctx)
+}
