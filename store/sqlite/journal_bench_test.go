@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
@@ -72,4 +74,68 @@ func BenchmarkJournalAppendBatch1000(b *testing.B) {
 		}
 	}
 	reportRate(b, len(batch))
+}
+
+// BenchmarkStartupCacheLookup1M is SPEC §11's "startup cost must not grow
+// with history": a store holding 1M events (20 servers' tool lists among
+// them) and its tool-cache checkpoint; each iteration is what a new
+// session does — open the journal, attach the tool cache (restore the
+// checkpoint, catch up) and look up 20 servers. Target: under 5 ms.
+// BenchmarkStartupCacheLookupEmpty is the same on an empty store.
+func BenchmarkStartupCacheLookup1M(b *testing.B) {
+	benchStartup(b, 1_000_000)
+}
+
+func BenchmarkStartupCacheLookupEmpty(b *testing.B) {
+	benchStartup(b, 0)
+}
+
+func benchStartup(b *testing.B, total int) {
+	db := benchOpen(b)
+	ctx := context.Background()
+	j, err := journal.New(db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache := projector.NewToolCache()
+	if err := j.Attach(ctx, cache); err != nil {
+		b.Fatal(err)
+	}
+	tools := make([]events.ToolDef, 30)
+	for i := range tools {
+		tools[i] = events.ToolDef{Name: "tool_" + strconv.Itoa(i), InputSchema: []byte(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
+	}
+	for s := range 20 {
+		ev := &events.ToolsListed{Server: "server" + strconv.Itoa(s), ConfigHash: "h", Tools: tools, Count: len(tools)}
+		if _, err := j.Append(ctx, "history", ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	batch := make([]events.Envelope, 1000)
+	for i := range batch {
+		batch[i] = events.MustNew("history", &events.ToolCallFinished{Server: "server1", Tool: "tool_1"}, time.Unix(0, 0))
+	}
+	for n := 20; n < total; n += len(batch) {
+		if _, err := j.AppendEnvelopes(ctx, "history", batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	j.Close() // stores the checkpoint
+	now := time.Now()
+	for b.Loop() {
+		j2, err := journal.New(db, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := projector.NewToolCache()
+		if err := j2.Attach(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+		for s := range 20 {
+			if _, _, ok := c.Lookup("server"+strconv.Itoa(s), "h", now); !ok {
+				b.Fatal("cache miss")
+			}
+		}
+		j2.Close()
+	}
 }
