@@ -104,6 +104,16 @@ func TestToolViewTransitions(t *testing.T) {
 			want: ServerState{Name: "fs", Status: StatusConnecting, Attempt: 1, Tools: two, Deferred: true, CacheAge: time.Hour, ConnectStartedAt: t0},
 		},
 		{
+			name: "cached tools while the first list of a connected server is pending",
+			steps: []step{
+				{0, &events.ConnectStarted{Server: "fs", Attempt: 1}},
+				{10 * time.Millisecond, &events.ServerConnected{Server: "fs"}},
+				{240 * time.Millisecond, &events.CachedToolsServed{Server: "fs", Tools: two, CacheAge: time.Hour}},
+			},
+			want: ServerState{Name: "fs", Status: StatusConnected, Attempt: 1, Tools: two, Deferred: true, CacheAge: time.Hour,
+				ConnectStartedAt: t0, ConnectedAt: t0.Add(10 * time.Millisecond)},
+		},
+		{
 			name: "live tools replace deferred ones",
 			steps: []step{
 				{0, &events.ConnectStarted{Server: "fs", Attempt: 1}},
