@@ -1,0 +1,169 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/store/memory"
+	"github.com/mcplife/mcplife/verify"
+)
+
+// memServers serves in-memory go-sdk servers to a manager: each config's
+// Command names a behaviour. It lets the gate be tested on a fake clock.
+type memServers struct {
+	release chan struct{} // closed to let held tools/list answers go
+}
+
+func (ms *memServers) dial(name string, cfg events.ServerConfig, _ resolved, _ string) (mcp.Transport, error) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	hold := func(method string) bool {
+		switch cfg.Command {
+		case "hold-list":
+			return method == "tools/list"
+		case "hang-init":
+			return method == "initialize"
+		}
+		return false
+	}
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if hold(method) {
+				select {
+				case <-ms.release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+		return nil, err
+	}
+	return ct, nil
+}
+
+// TestGateOnFakeClock checks on a fake clock that the gate returns after
+// exactly 250 ms with the cached tools of every held server, and that a
+// server without a cache is awaited.
+func TestGateOnFakeClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		j, err := journal.New(memory.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ms := &memServers{release: make(chan struct{})}
+		m, err := New(j, "s", &Options{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.dial = ms.dial
+		var configs []events.ServerConfig
+		for i := range 20 {
+			cfg := events.ServerConfig{Name: fmt.Sprintf("held%02d", i), Command: "hold-list"}
+			configs = append(configs, cfg)
+			if _, err := j.Append(ctx, "earlier", &events.ToolsListed{Server: cfg.Name, ConfigHash: cfg.Hash(),
+				Tools: []events.ToolDef{{Name: "echo"}}, Count: 1, Cause: events.CauseInitial}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		configs = append(configs, events.ServerConfig{Name: "fast", Command: "fast"})
+		start := time.Now()
+		res, err := m.ConnectServers(ctx, configs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if elapsed := time.Since(start); elapsed != DefaultGate {
+			t.Errorf("gate returned after %v, want %v", elapsed, DefaultGate)
+		}
+		if res.Gate.Elapsed != DefaultGate || res.Gate.Outcomes["fast"] != events.OutcomeReady || res.Gate.Outcomes["held07"] != events.OutcomeDeferred {
+			t.Errorf("gate %+v", res.Gate)
+		}
+		if len(res.Tools) != 21 {
+			t.Fatalf("%d tools", len(res.Tools))
+		}
+		for _, tl := range res.Tools {
+			if tl.Deferred != (tl.Server != "fast") {
+				t.Errorf("%s deferred=%v", tl.Name, tl.Deferred)
+			}
+		}
+
+		// A server without a cache is awaited: the gate waits for it.
+		go func() {
+			time.Sleep(time.Second) // fake time: the held list answers after 1 s
+			close(ms.release)
+		}()
+		start = time.Now()
+		res, err = m.ConnectServers(ctx, []events.ServerConfig{{Name: "uncached", Command: "hold-list"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if elapsed := time.Since(start); elapsed != time.Second || res.Gate.Outcomes["uncached"] != events.OutcomeAwaited {
+			t.Errorf("awaited gate after %v: %+v", elapsed, res.Gate)
+		}
+		synctest.Wait()
+		for _, tl := range m.Tools() {
+			if tl.Deferred {
+				t.Errorf("%s still deferred after the lists arrived", tl.Name)
+			}
+		}
+		if err := m.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var envs []events.Envelope
+		for env, err := range j.Store().ReadStream(ctx, "s", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			envs = append(envs, env)
+		}
+		for _, v := range verify.Session("s", envs) {
+			t.Errorf("invariant: %s", v)
+		}
+	})
+}
+
+// TestDefaultTimeoutOnFakeClock checks the default 30 s connect timeout and
+// its message without waiting for it.
+func TestDefaultTimeoutOnFakeClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		j, err := journal.New(memory.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ms := &memServers{release: make(chan struct{})}
+		defer close(ms.release)
+		m, err := New(j, "s", &Options{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.dial = ms.dial
+		start := time.Now()
+		res, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "stuck", Command: "hang-init"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if elapsed := time.Since(start); elapsed != DefaultTimeout {
+			t.Errorf("returned after %v", elapsed)
+		}
+		if got, want := fmt.Sprint(res.Errors["stuck"]), `Connection to MCP server "stuck" timed out after 30000ms`; got != want {
+			t.Errorf("error %q, want %q", got, want)
+		}
+		m.Close(ctx)
+	})
+}
