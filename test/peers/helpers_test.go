@@ -1,0 +1,250 @@
+package peers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/projector"
+	"github.com/mcplife/mcplife/store/memory"
+	"github.com/mcplife/mcplife/verify"
+)
+
+const session = "peers"
+
+// env is one test's store, journal and manager. When the test ends the
+// manager is closed, the session closed, and its history checked against
+// the ordering invariants.
+type env struct {
+	t   *testing.T
+	st  *memory.Store
+	j   *journal.Journal
+	m   *manager.Manager
+	cwd string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st := memory.New()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir()
+	m, err := manager.New(j, session, &manager.Options{
+		Cwd: cwd,
+		// Node servers take a while to start; every outcome is known
+		// before this gate elapses.
+		Gate:   time.Minute,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, st: st, j: j, m: m, cwd: cwd}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if _, err := j.Append(ctx, session, &events.SessionClosed{Reason: "test finished"}); err != nil {
+			t.Error(err)
+		}
+		for _, v := range verify.Session(session, e.history()) {
+			t.Errorf("invariant broken: %s", v)
+		}
+		j.Close()
+	})
+	return e
+}
+
+func ctxOf(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// connect connects one server and fails the test unless it connected.
+func (e *env) connect(ctx context.Context, cfg events.ServerConfig) *manager.ConnectResult {
+	e.t.Helper()
+	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{cfg}, nil)
+	if err != nil {
+		e.t.Fatalf("ConnectServers: %v", err)
+	}
+	if err := res.Errors[cfg.Name]; err != nil {
+		e.t.Fatalf("connect %s: %v", cfg.Name, err)
+	}
+	if st := e.m.Status(cfg.Name); st != projector.StatusConnected {
+		e.t.Fatalf("%s is %s", cfg.Name, st)
+	}
+	return res
+}
+
+// tools returns the original names of server's exposed tools.
+func (e *env) tools(server string) []string {
+	var names []string
+	for _, tl := range e.m.Tools() {
+		if tl.Server == server {
+			names = append(names, tl.Original)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// tool returns the exposed tool of server with the original name.
+func (e *env) tool(server, original string) *manager.Tool {
+	e.t.Helper()
+	for _, tl := range e.m.Tools() {
+		if tl.Server == server && tl.Original == original {
+			return tl
+		}
+	}
+	e.t.Fatalf("%s has no tool %s; it has %v", server, original, e.tools(server))
+	return nil
+}
+
+// call calls a tool and fails the test unless it returned a result
+// without error.
+func (e *env) call(ctx context.Context, server, original string, args any) *manager.CallResult {
+	e.t.Helper()
+	res, err := e.tool(server, original).Call(ctx, args)
+	if err != nil {
+		e.t.Fatalf("call %s/%s: %v", server, original, err)
+	}
+	if res.IsError {
+		e.t.Fatalf("call %s/%s: error result %q", server, original, res.Text())
+	}
+	return res
+}
+
+// waitFor waits, through Manager.Watch, until cond holds.
+func (e *env) waitFor(ctx context.Context, what string, cond func() bool) {
+	e.t.Helper()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	updates, err := e.m.Watch(wctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for !cond() {
+		select {
+		case <-updates:
+		case <-ctx.Done():
+			e.t.Fatalf("%s: %v", what, ctx.Err())
+		}
+	}
+}
+
+func (e *env) history() []events.Envelope {
+	var out []events.Envelope
+	for env, err := range e.st.ReadStream(context.Background(), session, 1) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, env)
+	}
+	return out
+}
+
+// types returns the types of the events about server.
+func (e *env) types(server string) []string {
+	var out []string
+	for _, env := range e.history() {
+		ev, err := events.Decode(env)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if events.ServerOf(ev) == server {
+			out = append(out, ev.Type())
+		}
+	}
+	return out
+}
+
+// markerVar is set, with a value unique to the test, in the environment
+// of every server a test launches, so the test can find every process the
+// launch created (wrappers, npm, node) and check that none survives.
+const markerVar = "MCPLIFE_PEER_TEST_MARKER"
+
+func newMarker(t *testing.T) string {
+	return fmt.Sprintf("%s-%d-%d", strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), os.Getpid(), time.Now().UnixNano())
+}
+
+// proc is a live process found by its marker.
+type proc struct {
+	PID, PGID int
+	State     byte
+	Cmdline   string
+}
+
+// markedProcesses returns the processes that run (are not zombies) with
+// marker in their environment.
+func markedProcesses(marker string) []proc {
+	needle := []byte(markerVar + "=" + marker + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []proc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append(environ, 0), needle) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			continue
+		}
+		f := bytes.Fields(stat[i+2:])
+		if len(f) < 3 || f[0][0] == 'Z' || f[0][0] == 'X' {
+			continue
+		}
+		pgid, _ := strconv.Atoi(string(f[2]))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out = append(out, proc{PID: pid, PGID: pgid, State: f[0][0], Cmdline: strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")})
+	}
+	return out
+}
+
+// waitGone waits until no process carries marker. Processes signalled by
+// the teardown may take a moment to be reaped, so this polls, bounded.
+func waitGone(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left := markedProcesses(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left after DisconnectAll: %+v", left)
+		}
+		<-tick.C
+	}
+}
+
+// afterShortPause paces the bounded re-asking of an external process.
+func afterShortPause() <-chan time.Time { return time.After(25 * time.Millisecond) }
