@@ -243,4 +243,3 @@ func waitAllowed(ctx context.Context, t *testing.T, e *env, dir string) {
 	}
 	t.Fatalf("allowed directories %q never named the manager's cwd %s (roots/list answer)", last, dir)
 }
-
