@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
@@ -391,4 +392,45 @@ func evalSymlinks(p string) string {
 		return r
 	}
 	return p
+}
+
+func TestSSEDropIsRecorded(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	url := fixture.ServeSSE(t, "only=crash,echo")
+	updates, err := e.m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{{Name: "web", Type: "sse", URL: url}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tool(t, e.m, "mcp_web_crash").Call(ctx, nil)
+	if err != nil || !r.IsError || !strings.HasPrefix(r.Text(), ErrorPrefix) {
+		t.Fatalf("crash call: %+v %v", r, err)
+	}
+	waitFor(t, ctx, updates, func() bool { return e.m.Status("web") == projector.StatusDisconnected })
+	d := ofType[*events.Disconnected](e, "s1")
+	if len(d) != 1 || d[0].Reason != events.ReasonTransportClosed || d[0].ExitStatus != nil {
+		t.Fatalf("disconnected %+v", d)
+	}
+}
+
+func TestStderrFloodDoesNotBlockAndIsBounded(t *testing.T) {
+	e := newEnv(t, &Options{Gate: time.Minute})
+	ctx := testCtx(t)
+	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{
+		stdio(t, "flood", "only=echo", "stderr-flood=4MiB", "fail-init"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := res.Errors["flood"].Error()
+	if !strings.Contains(msg, "stderr: …") || len(msg) > errStderrLimit+1024 {
+		t.Fatalf("error of %d bytes: %.300q", len(msg), msg)
+	}
+	cf := ofType[*events.ConnectFailed](e, "s1")
+	if len(cf) != 1 || len(cf[0].Error) > errStderrLimit+1024 {
+		t.Fatalf("recorded error of %d bytes", len(cf[0].Error))
+	}
 }
