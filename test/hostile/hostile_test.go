@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mcplife/mcplife/events"
@@ -358,4 +359,45 @@ func TestTenMegabyteResult(t *testing.T) {
 		t.Fatalf("ToolCallFinished %+v", fin)
 	}
 	e.checkHealthy(ctx)
+}
+
+// TestHTTPServerVanishes: a remote server goes away at runtime (its
+// connections are cut and every later request is dropped). The drop is
+// detected and recorded (SPEC §8), its tools go away and calls fail with
+// "MCP error:".
+func TestHTTPServerVanishes(t *testing.T) {
+	for _, transport := range []string{events.TransportHTTP, events.TransportSSE} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := ctxOf(t)
+			g := fixture.NewGate(t)
+			opts := &fixture.HTTPOptions{SSE: transport == events.TransportSSE}
+			url := fixture.Serve(t, opts, "only=echo", g.Arg("exit-on-release"))
+			res := e.connect(ctx, events.ServerConfig{Name: "remote", Type: transport, URL: url})
+			if err := res.Errors["remote"]; err != nil {
+				t.Fatal(err)
+			}
+			echo := e.tool("mcp_remote_echo")
+			start := time.Now()
+			g.Release()
+			e.waitFor(ctx, "remote dropped", func() bool { return e.m.Status("remote") == projector.StatusDisconnected })
+			t.Logf("%s drop detected after %v", transport, time.Since(start).Round(time.Millisecond))
+			d := lastOf[*events.Disconnected](e, "remote")
+			if d.Reason != events.ReasonTransportClosed || d.Error == "" {
+				t.Fatalf("Disconnected %+v", d)
+			}
+			r, err := echo.Call(ctx, map[string]any{"text": "gone?"})
+			if err != nil || !r.IsError {
+				t.Fatalf("call after the drop: %+v %v", r, err)
+			}
+			wantPrefix(t, "call after the drop", r.Text(), manager.ErrorPrefix)
+			for _, tl := range e.m.Tools() {
+				if tl.Server == "remote" {
+					t.Fatalf("tool %s of the vanished server is still exposed", tl.Name)
+				}
+			}
+			e.checkHealthy(ctx)
+		})
+	}
 }
