@@ -284,3 +284,24 @@ func TestIncrementalConnectKeepsOtherToolsAndNeverSpawnsTwice(t *testing.T) {
 		t.Fatalf("%d ConnectStarted, want 2 (one per server)", got)
 	}
 }
+
+func TestRecordedDiscoveryIsNotRepeated(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	cfg := stdio(t, "a", "only=echo")
+	src := events.SourceMeta{Provider: "mcp-json", Path: "/p/mcp.json", Level: events.LevelProject}
+	err := e.m.Record(ctx,
+		&events.ServerDiscovered{Server: "a", Source: src, Transport: events.TransportStdio, ConfigHash: cfg.Hash(), Config: cfg.Redact()},
+		&events.ServerSkipped{Server: "b", Reason: events.SkipDisabled, Source: src},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{cfg}, map[string]events.SourceMeta{"a": src}); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "a events", e.serverTypes("s1", "a"), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected", "ToolsListed/initial"})
+	if tl := tool(t, e.m, "mcp_a_echo"); tl.Provider != "mcp-json" {
+		t.Fatalf("provider %q", tl.Provider)
+	}
+}
