@@ -243,7 +243,6 @@ type runner struct {
 	cwd     string
 	norm    *normalizer
 	gate    time.Duration
-	gates   map[string]*fixture.Gate
 	configs map[string]events.ServerConfig
 	sources map[string]events.SourceMeta
 
@@ -255,6 +254,10 @@ type runner struct {
 	// reload began.
 	gateMark int64
 	async    map[string]*pending
+
+	// mu guards what background steps share with the script's goroutine.
+	mu    sync.Mutex
+	gates map[string]*fixture.Gate
 	// known holds every tool the manager has exposed so far, by name, so
 	// a script can call a tool that has since disappeared.
 	known map[string]*manager.Tool
@@ -389,6 +392,8 @@ func (r *runner) expandGates(behaviour string) string {
 }
 
 func (r *runner) gateNamed(name string) *fixture.Gate {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	g, ok := r.gates[name]
 	if !ok {
 		g = fixture.NewGate(r.t)
@@ -403,6 +408,24 @@ func (r *runner) gateNamed(name string) *fixture.Gate {
 func (r *runner) play(script []Step) map[string]string {
 	t := r.t
 	t.Helper()
+	// Create every gate the script names now, on the test's goroutine:
+	// background steps only look them up.
+	for _, s := range script {
+		if s.Inner != nil {
+			s = *s.Inner
+		}
+		switch s.Verb {
+		case "release", "reached":
+			r.gateNamed(s.Args[0])
+			for _, name := range s.Args[1:] {
+				if s.Verb == "release" {
+					r.gateNamed(name)
+				}
+			}
+		case "call":
+			r.expandGateRefs(s.Rest)
+		}
+	}
 	for _, s := range script {
 		r.results = append(r.results, "> "+s.Line)
 		out, err := r.do(s)
@@ -625,12 +648,17 @@ func (r *runner) tool(name string) *manager.Tool {
 			return t
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.known[name]
 }
 
 // remember notes the tools exposed now.
 func (r *runner) remember() {
-	for _, t := range r.m.Tools() {
+	tools := r.m.Tools()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range tools {
 		r.known[t.Name] = t
 	}
 }
