@@ -415,12 +415,13 @@ func (r *runner) play(script []Step) map[string]string {
 			s = *s.Inner
 		}
 		switch s.Verb {
-		case "release", "reached":
-			r.gateNamed(s.Args[0])
-			for _, name := range s.Args[1:] {
-				if s.Verb == "release" {
-					r.gateNamed(name)
-				}
+		case "release":
+			for _, name := range s.Args {
+				r.gateNamed(name)
+			}
+		case "reached":
+			if len(s.Args) > 0 {
+				r.gateNamed(s.Args[0])
 			}
 		case "call":
 			r.expandGateRefs(s.Rest)
