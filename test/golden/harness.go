@@ -254,6 +254,9 @@ type runner struct {
 	// reload began.
 	gateMark int64
 	async    map[string]*pending
+	// cancel ends r.ctx; wg counts the background steps, which end with it.
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	// mu guards what background steps share with the script's goroutine.
 	mu    sync.Mutex
@@ -276,11 +279,12 @@ func newRunner(t *testing.T, cfg Config) *runner {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*stepTimeout)
 	t.Cleanup(cancel)
 	r := &runner{
+		cancel:  cancel,
 		t:       t,
 		ctx:     ctx,
 		st:      memory.New(),
 		clock:   newClock(),
-		logs:    &logRecorder{},
+		logs:    newLogRecorder(),
 		cwd:     t.TempDir(),
 		gates:   map[string]*fixture.Gate{},
 		configs: map[string]events.ServerConfig{},
@@ -377,6 +381,12 @@ func newRunner(t *testing.T, cfg Config) *runner {
 		ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
 		defer cancel()
 		m.Close(ctx)
+	})
+	// Runs first: a scenario that failed may leave background steps
+	// behind; they end with the runner's context.
+	t.Cleanup(func() {
+		r.cancel()
+		r.wg.Wait()
 	})
 	return r
 }
@@ -496,7 +506,9 @@ func (r *runner) do(s Step) ([]string, error) {
 		}
 		p := &pending{step: inner, done: make(chan struct{})}
 		r.async[id] = p
+		r.wg.Add(1)
 		go func() {
+			defer r.wg.Done()
 			defer close(p.done)
 			p.out, p.err = r.act(inner)
 		}()
@@ -1141,39 +1153,56 @@ func (rec *recorder) waitFor(ctx context.Context, cond func([]events.Envelope) b
 	}
 }
 
-// logRecorder is a slog.Handler that keeps warnings and errors.
+// logRecorder is a slog.Handler that keeps warnings and errors. Handlers
+// derived with WithAttrs share its records.
 type logRecorder struct {
+	shared *logRecords
+	attrs  []slog.Attr
+}
+
+type logRecords struct {
 	mu      sync.Mutex
 	records []string
 }
+
+func newLogRecorder() *logRecorder { return &logRecorder{shared: &logRecords{}} }
 
 func (l *logRecorder) Enabled(_ context.Context, level slog.Level) bool {
 	return level >= slog.LevelWarn
 }
 
+// Handle keeps the level, the message and the server and reason
+// attributes (errors are in the events already).
 func (l *logRecorder) Handle(_ context.Context, rec slog.Record) error {
 	line := rec.Level.String() + " " + rec.Message
-	rec.Attrs(func(a slog.Attr) bool {
+	add := func(a slog.Attr) bool {
 		if a.Key == "server" || a.Key == "reason" {
 			line += " " + a.Key + "=" + a.Value.String()
 		}
 		return true
-	})
-	l.mu.Lock()
-	l.records = append(l.records, line)
-	l.mu.Unlock()
+	}
+	for _, a := range l.attrs {
+		add(a)
+	}
+	rec.Attrs(add)
+	l.shared.mu.Lock()
+	l.shared.records = append(l.shared.records, line)
+	l.shared.mu.Unlock()
 	return nil
 }
 
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+func (l *logRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &logRecorder{shared: l.shared, attrs: append(slices.Clip(l.attrs), attrs...)}
+}
+
+func (l *logRecorder) WithGroup(string) slog.Handler { return l }
 
 // lines returns the records, sorted: servers log concurrently.
 func (l *logRecorder) lines(n *normalizer) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]string, len(l.records))
-	for i, s := range l.records {
+	l.shared.mu.Lock()
+	defer l.shared.mu.Unlock()
+	out := make([]string, len(l.shared.records))
+	for i, s := range l.shared.records {
 		out[i] = n.text(s)
 	}
 	slices.Sort(out)
