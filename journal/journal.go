@@ -108,6 +108,9 @@ type Journal struct {
 	now             func() time.Time
 	checkpointEvery int
 
+	// msgPrefix makes message ids unique across journals: prefix + seq.
+	msgPrefix string
+
 	// mu serialises appends and guards the fields below.
 	mu          sync.Mutex
 	closed      bool
@@ -145,6 +148,7 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		log:             o.Logger,
 		now:             o.Now,
 		checkpointEvery: o.CheckpointEvery,
+		msgPrefix:       watermill.NewShortUUID() + "-",
 	}
 	if j.pub == nil {
 		gc := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
@@ -231,24 +235,55 @@ func (j *Journal) AppendEnvelopes(ctx context.Context, session string, envs []ev
 	return stored, nil
 }
 
-// publish sends each envelope on the bus, logging failures.
+// publish sends each envelope on the bus, logging failures. The payload
+// is the event's JSON data as stored; the other envelope fields travel in
+// the metadata, so nothing is encoded twice.
 func (j *Journal) publish(envs []events.Envelope) {
-	msgs := make([]*message.Message, 0, len(envs))
-	for _, env := range envs {
-		payload, err := json.Marshal(env)
-		if err != nil {
-			j.log.Error("journal: encode message", "seq", env.Seq, "err", err)
-			continue
+	msgs := make([]*message.Message, len(envs))
+	for i, env := range envs {
+		seq := strconv.FormatUint(env.Seq, 10)
+		msg := message.NewMessage(j.msgPrefix+seq, message.Payload(env.Data))
+		msg.Metadata = message.Metadata{
+			MetaSeq:         seq,
+			MetaType:        env.Type,
+			MetaSession:     env.SessionID,
+			metaStream:      env.Stream,
+			metaVersion:     strconv.FormatUint(env.Version, 10),
+			metaSchema:      strconv.Itoa(env.Schema),
+			metaTime:        strconv.FormatInt(env.Time.UnixNano(), 10),
+			metaCorrelation: env.CorrelationID,
 		}
-		msg := message.NewMessage(watermill.NewUUID(), payload)
-		msg.Metadata.Set(MetaSeq, strconv.FormatUint(env.Seq, 10))
-		msg.Metadata.Set(MetaType, env.Type)
-		msg.Metadata.Set(MetaSession, env.SessionID)
-		msgs = append(msgs, msg)
+		msgs[i] = msg
 	}
 	if err := j.pub.Publish(j.topic, msgs...); err != nil {
 		j.log.Warn("journal: publish failed; subscribers will catch up from the store", "err", err)
 	}
+}
+
+// Metadata keys of the other envelope fields.
+const (
+	metaStream      = "mcplife_stream"
+	metaVersion     = "mcplife_version"
+	metaSchema      = "mcplife_schema"
+	metaTime        = "mcplife_time"
+	metaCorrelation = "mcplife_correlation"
+)
+
+// envelopeOf rebuilds the envelope a message carries.
+func envelopeOf(msg *message.Message) (events.Envelope, error) {
+	md := msg.Metadata
+	seq, err1 := strconv.ParseUint(md.Get(MetaSeq), 10, 64)
+	version, err2 := strconv.ParseUint(md.Get(metaVersion), 10, 64)
+	schema, err3 := strconv.Atoi(md.Get(metaSchema))
+	nanos, err4 := strconv.ParseInt(md.Get(metaTime), 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return events.Envelope{}, fmt.Errorf("journal: message %s: %w", msg.UUID, err)
+	}
+	return events.Envelope{
+		Seq: seq, Stream: md.Get(metaStream), Version: version, Type: md.Get(MetaType), Schema: schema,
+		Time: time.Unix(0, nanos).UTC(), SessionID: md.Get(MetaSession), CorrelationID: md.Get(metaCorrelation),
+		Data: json.RawMessage(msg.Payload),
+	}, nil
 }
 
 // Attach restores p from the store's checkpoint when p is a [Checkpointer]

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -174,8 +173,7 @@ func (r *runner) take(msg *message.Message) {
 		return // not ours to order, or already delivered
 	}
 	if seq == r.next && r.high < r.next && len(r.pending) < r.buf {
-		var env events.Envelope
-		if err := json.Unmarshal(msg.Payload, &env); err == nil && env.Seq == seq {
+		if env, err := envelopeOf(msg); err == nil {
 			r.next++
 			r.high = seq
 			if r.match(env) {
