@@ -447,7 +447,7 @@ func (r *runner) play(script []Step) map[string]string {
 			r.results = append(r.results, "  "+r.norm.text(o))
 		}
 		r.remember()
-		r.checkReplay("after step " + strconvQuote(s.Line))
+		r.checkReplay("after step " + strconv.Quote(s.Line))
 	}
 	for id, p := range r.async {
 		select {
@@ -483,8 +483,6 @@ func (r *runner) play(script []Step) map[string]string {
 		SectionLog:     strings.Join(r.logs.lines(r.norm), "\n"),
 	}
 }
-
-func strconvQuote(s string) string { return strconv.Quote(s) }
 
 // do runs one step and returns its output lines.
 func (r *runner) do(s Step) ([]string, error) {
@@ -1065,7 +1063,7 @@ func (c *clock) waitGateRead(ctx context.Context, after int64) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("the startup gate did not elapse: %w", ctx.Err())
+			return fmt.Errorf("the startup gate did not read the clock (the harness recognises it by the caller %s; was it renamed?): %w", gateFunc, ctx.Err())
 		}
 	}
 }
