@@ -85,4 +85,3 @@ func fileBytes(t *testing.T, path string) []byte {
 	}
 	return all
 }
-
