@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/sqlite"
 )
@@ -229,6 +230,21 @@ func (g *globals) openWritable() (*sqlite.DB, error) {
 		return nil, usagef("open %s: %v", path, err)
 	}
 	return db, nil
+}
+
+// openJournal opens the store for writing and a journal on it; closing
+// the returned function closes both.
+func (g *globals) openJournal() (*sqlite.DB, *journal.Journal, func(), error) {
+	db, err := g.openWritable()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	j, err := journal.New(db, nil)
+	if err != nil {
+		db.Close()
+		return nil, nil, nil, err
+	}
+	return db, j, func() { j.Close(); db.Close() }, nil
 }
 
 // writeJSON prints v as indented JSON without HTML escaping.

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/session"
 	"github.com/mcplife/mcplife/store"
@@ -63,16 +62,11 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 
-	db, err := g.openWritable()
+	db, j, closeStore, err := g.openJournal()
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	j, err := journal.New(db, nil)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
+	defer closeStore()
 	w := g.stdout
 	say := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
 

@@ -44,6 +44,20 @@ func resolveSession(ctx context.Context, st store.Store, arg string) (string, er
 	return "", usagef("no session %q (see mcp-audit sessions)", arg)
 }
 
+// openSession opens the store read-only and resolves arg to a session id.
+func (g *globals) openSession(ctx context.Context, arg string) (store.Store, string, error) {
+	st, err := g.openReadOnly()
+	if err != nil {
+		return nil, "", err
+	}
+	session, err := resolveSession(ctx, st, arg)
+	if err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, session, nil
+}
+
 // sessionJSON is one element of `sessions --json`.
 type sessionJSON struct {
 	ID         string    `json:"id"`
@@ -129,15 +143,11 @@ func runReplay(ctx context.Context, g *globals, args []string) error {
 	if len(pos) != 1 {
 		return usagef("usage: mcp-audit replay SESSION|last [--follow]")
 	}
-	st, err := g.openReadOnly()
+	st, session, err := g.openSession(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	session, err := resolveSession(ctx, st, pos[0])
-	if err != nil {
-		return err
-	}
 	p := &replayPrinter{g: g}
 	if !g.json {
 		fmt.Fprintf(g.stdout, "session %s\n", session)
@@ -274,15 +284,11 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	if len(pos) != 1 || (*at == "") == (*seq == 0) {
 		return usagef("usage: mcp-audit inspect SESSION --at TIME|--seq N")
 	}
-	st, err := g.openReadOnly()
+	st, session, err := g.openSession(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	session, err := resolveSession(ctx, st, pos[0])
-	if err != nil {
-		return err
-	}
 	view := projector.NewToolView(session)
 	var start, limit, atTime time.Time
 	var atSeq uint64

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
@@ -96,16 +95,11 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := g.openWritable()
+	_, j, closeStore, err := g.openJournal()
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	j, err := journal.New(db, nil)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
+	defer closeStore()
 
 	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if g.json {

@@ -165,15 +165,11 @@ func runTimeline(ctx context.Context, g *globals, args []string) error {
 	if len(pos) != 1 || (ext != ".svg" && ext != ".html") {
 		return usagef("usage: mcp-audit timeline SESSION -o FILE.svg|FILE.html")
 	}
-	st, err := g.openReadOnly()
+	st, session, err := g.openSession(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	session, err := resolveSession(ctx, st, pos[0])
-	if err != nil {
-		return err
-	}
 	d, err := buildTimeline(session, st.ReadStream(ctx, session, 1))
 	if err != nil {
 		return err
