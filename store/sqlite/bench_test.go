@@ -58,9 +58,10 @@ func (r *rate) report() {
 }
 
 // bareInsert returns a function that inserts one row into events in its own
-// implicit transaction, through db's writer connection.
+// implicit transaction, through db's writer connection (so with the same
+// pragmas). Benchmarks use one goroutine, so it needs no lock.
 func bareInsert(b *testing.B, db *DB) func(ctx context.Context, e events.Envelope) {
-	st, err := db.w.Prepare(`INSERT INTO events (` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	st, err := db.wconn.PrepareContext(context.Background(), `INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		b.Fatal(err)
 	}

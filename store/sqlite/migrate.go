@@ -90,7 +90,7 @@ func (db *DB) migrate(ctx context.Context) error {
 }
 
 func (db *DB) applyMigration(ctx context.Context, m migration) (bool, error) {
-	tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see writerDSN
+	tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock in dsn
 	if err != nil {
 		return false, fmt.Errorf("sqlite: migrate %s to %d: begin: %w", db.path, m.version, err)
 	}

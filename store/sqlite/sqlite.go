@@ -66,7 +66,12 @@ func (o *Options) withDefaults() (Options, error) {
 // The file is in WAL mode, so readers never block the writer or each other.
 // Appends go through a single writer connection, one transaction per Append
 // (BEGIN IMMEDIATE), so they are serialised within the process and take the
-// write lock up front across processes. Reads use a separate pool of
+// write lock up front across processes. An Append waiting for the writer
+// connection gives up when its context is done; once it has the connection
+// it runs to the end or to an error, and it commits only if the context is
+// still live, so an Append that returns the context's error stored nothing.
+// (Waiting for another process's write lock is bounded by
+// [Options.BusyTimeout].) Reads use a separate pool of
 // read-only connections and fetch pages of rows: an iteration holds no
 // connection or lock while its loop body runs, so the body may append.
 //
@@ -84,8 +89,10 @@ type DB struct {
 	readOnly bool
 	log      *slog.Logger
 
-	w *sql.DB // writer: one connection; nil when read-only
-	r *sql.DB // readers: read-only connections
+	w     *sql.DB       // writer pool of one connection; nil when read-only
+	wconn *sql.Conn     // that connection, held from Open to Close
+	wsem  chan struct{} // holds a token while a write uses wconn
+	r     *sql.DB       // readers: read-only connections
 
 	stmts statements
 
@@ -191,10 +198,63 @@ func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
 	if err := db.migrate(ctx); err != nil {
 		return fail(err)
 	}
-	if err := db.stmts.prepareWrites(ctx, db.w); err != nil {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: writer connection: %w", db.path, mapErr(err)))
+	}
+	db.wconn = conn
+	db.wsem = make(chan struct{}, 1)
+	if err := db.stmts.prepareWrites(ctx, db.wconn); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, err))
 	}
 	return nil
+}
+
+// withWriter runs fn with exclusive use of the writer connection, waiting
+// for it no longer than ctx allows. fn gets a context without ctx's
+// cancellation: statements run to completion (they are short), which
+// spares the driver a goroutine per statement to watch for cancellation.
+// Requires a writable, open db (see acquire).
+func (db *DB) withWriter(ctx context.Context, fn func(bg context.Context) error) error {
+	select {
+	case db.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-db.wsem }()
+	return fn(context.WithoutCancel(ctx))
+}
+
+// writeTx runs fn in a write transaction on the writer connection and
+// commits it if fn succeeds and ctx is still live; otherwise it rolls back.
+func (db *DB) writeTx(ctx context.Context, fn func(bg context.Context) error) error {
+	return db.withWriter(ctx, func(bg context.Context) error {
+		if _, err := db.wconn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+			return fmt.Errorf("begin: %w", mapErr(err))
+		}
+		committed := false
+		defer func() {
+			if committed {
+				return
+			}
+			// After a failed COMMIT SQLite may have rolled back already;
+			// then this fails harmlessly.
+			if _, err := db.wconn.ExecContext(bg, "ROLLBACK"); err != nil {
+				db.log.Debug("sqlite: rollback", "file", db.path, "err", err)
+			}
+		}()
+		if err := fn(bg); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := db.wconn.ExecContext(bg, "COMMIT"); err != nil {
+			return fmt.Errorf("commit: %w", mapErr(err))
+		}
+		committed = true
+		return nil
+	})
 }
 
 // dsn returns the data source name for a connection to the file at abs.
@@ -240,16 +300,17 @@ func openPool(dsn string, conns int) *sql.DB {
 func (db *DB) Path() string { return db.path }
 
 // acquire checks that db is open and holds it open until release. Writes
-// also fail on a read-only store.
-func (db *DB) acquire(op string, write bool) error {
+// also fail on a read-only store. Callers wrap its error with what they
+// were doing.
+func (db *DB) acquire(write bool) error {
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
-		return fmt.Errorf("sqlite: %s: %w", op, store.ErrClosed)
+		return store.ErrClosed
 	}
 	if write && db.readOnly {
 		db.mu.RUnlock()
-		return fmt.Errorf("sqlite: %s: %s opened read-only: %w", op, db.path, store.ErrReadOnly)
+		return fmt.Errorf("%s opened read-only: %w", db.path, store.ErrReadOnly)
 	}
 	return nil
 }
@@ -278,6 +339,9 @@ func (db *DB) Close() error {
 // writer is the last connection and checkpoints the log.
 func (db *DB) closeAll() error {
 	errs := []error{db.stmts.close()}
+	if db.wconn != nil {
+		errs = append(errs, db.wconn.Close())
+	}
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}
@@ -290,8 +354,8 @@ func (db *DB) closeAll() error {
 // IntegrityCheck runs PRAGMA integrity_check and returns an error listing
 // the problems it reports, or nil when it reports "ok".
 func (db *DB) IntegrityCheck(ctx context.Context) error {
-	if err := db.acquire("integrity check", false); err != nil {
-		return err
+	if err := db.acquire(false); err != nil {
+		return fmt.Errorf("sqlite: integrity check: %w", err)
 	}
 	defer db.release()
 	rows, err := db.r.QueryContext(ctx, "PRAGMA integrity_check")
