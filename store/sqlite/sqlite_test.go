@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -379,5 +380,42 @@ func TestLargeAppendIsAtomic(t *testing.T) {
 	}
 	for info, err := range db.Streams(t.Context()) {
 		t.Fatalf("a failed batch left a stream: %+v, %v", info, err)
+	}
+}
+
+// TestTwoWritersOneFile opens the file twice, as two processes would, and
+// appends through both at once: BEGIN IMMEDIATE and the busy timeout
+// serialise them, and the log stays gapless with no version taken twice.
+func TestTwoWritersOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	dbs := []*sqlite.DB{mustOpen(t, path, nil), mustOpen(t, path, nil)}
+	ctx := t.Context()
+	const perWriter = 50
+	var wg sync.WaitGroup
+	for w, db := range dbs {
+		wg.Go(func() {
+			for i := range perWriter {
+				e := envelope(i)
+				e.Data = fmt.Appendf(nil, `{"writer":%d,"i":%d}`, w, i)
+				if _, err := db.Append(ctx, "shared", store.AnyVersion, []events.Envelope{e}); err != nil {
+					t.Errorf("writer %d append %d: %v", w, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for e, err := range dbs[0].ReadStream(ctx, "shared", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if e.Seq != uint64(n) || e.Version != uint64(n) {
+			t.Fatalf("event %d: seq %d version %d", n, e.Seq, e.Version)
+		}
+	}
+	if n != 2*perWriter {
+		t.Fatalf("%d events stored, want %d", n, 2*perWriter)
 	}
 }
