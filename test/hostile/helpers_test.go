@@ -2,20 +2,18 @@ package hostile
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/lifecycletest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store/memory"
-	"github.com/mcplife/mcplife/verify"
 )
 
 func TestMain(m *testing.M) {
@@ -25,54 +23,38 @@ func TestMain(m *testing.M) {
 
 const session = "hostile"
 
-// env is one test's store, journal and manager. When the test ends the
-// manager is closed, the session closed, and its history checked against
-// the ordering invariants.
+// env is one test's store, journal and manager (see lifecycletest.New),
+// with short names for this package's tests.
 type env struct {
-	t  *testing.T
-	st *memory.Store
-	j  *journal.Journal
-	m  *manager.Manager
+	*lifecycletest.Env
+	t   *testing.T
+	st  *memory.Store
+	j   *journal.Journal
+	m   *manager.Manager
+	cwd string
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st := memory.New()
-	j, err := journal.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := manager.New(j, session, &manager.Options{
-		Cwd: t.TempDir(),
-		// Long enough that every outcome is known when the gate returns.
-		Gate:   time.Minute,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, st: st, j: j, m: m}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		if _, err := j.Append(ctx, session, &events.SessionClosed{Reason: "test finished"}); err != nil {
-			t.Error(err)
-		}
-		for _, v := range verify.Session(session, e.history()) {
-			t.Errorf("invariant broken: %s", v)
-		}
-		j.Close()
-	})
-	return e
+	e := lifecycletest.New(t, session)
+	return &env{Env: e, t: t, st: e.Store, j: e.Journal, m: e.Manager, cwd: e.Cwd}
 }
 
-func ctxOf(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+func ctxOf(t *testing.T) context.Context { return lifecycletest.Context(t) }
+
+func (e *env) history() []events.Envelope   { return e.History() }
+func (e *env) types(server string) []string { return e.Types(server) }
+func (e *env) waitFor(ctx context.Context, what string, cond func() bool) {
+	e.t.Helper()
+	e.WaitFor(ctx, what, cond)
+}
+func (e *env) events(server string) []events.Event { return e.Events(server) }
+func (e *env) typesAll() []string                  { return e.AllTypes() }
+
+// lastOf returns the last event of type T about server.
+func lastOf[T events.Event](e *env, server string) T {
+	e.t.Helper()
+	return lifecycletest.LastOf[T](e.Env, server)
 }
 
 // stdio returns the config of a stdio fixture server.
@@ -140,84 +122,6 @@ func (e *env) tool(name string) *manager.Tool {
 	}
 	e.t.Fatalf("no tool %s among %v", name, names)
 	return nil
-}
-
-func (e *env) history() []events.Envelope {
-	var out []events.Envelope
-	for env, err := range e.st.ReadStream(context.Background(), session, 1) {
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, env)
-	}
-	return out
-}
-
-// events returns the decoded events about server, in order.
-func (e *env) events(server string) []events.Event {
-	e.t.Helper()
-	var out []events.Event
-	for _, env := range e.history() {
-		ev, err := events.Decode(env)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if events.ServerOf(ev) == server {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// types returns the types of the events about server.
-func (e *env) types(server string) []string {
-	var out []string
-	for _, ev := range e.events(server) {
-		out = append(out, ev.Type())
-	}
-	return out
-}
-
-// lastOf returns the last event of type T about server.
-func lastOf[T events.Event](e *env, server string) T {
-	e.t.Helper()
-	var found T
-	ok := false
-	for _, ev := range e.events(server) {
-		if v, is := ev.(T); is {
-			found, ok = v, true
-		}
-	}
-	if !ok {
-		e.t.Fatalf("no %T for %s; events: %v", found, server, e.types(server))
-	}
-	return found
-}
-
-// waitFor waits, through Manager.Watch, until cond holds.
-func (e *env) waitFor(ctx context.Context, what string, cond func() bool) {
-	e.t.Helper()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	updates, err := e.m.Watch(wctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for !cond() {
-		select {
-		case <-updates:
-		case <-ctx.Done():
-			e.t.Fatalf("%s: %v; events: %v", what, ctx.Err(), e.typesAll())
-		}
-	}
-}
-
-func (e *env) typesAll() []string {
-	var out []string
-	for _, env := range e.history() {
-		out = append(out, env.Type)
-	}
-	return out
 }
 
 func wantPrefix(t *testing.T, what, s, prefix string) {

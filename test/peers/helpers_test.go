@@ -4,29 +4,27 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/lifecycletest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store/memory"
-	"github.com/mcplife/mcplife/verify"
 )
 
 const session = "peers"
 
-// env is one test's store, journal and manager. When the test ends the
-// manager is closed, the session closed, and its history checked against
-// the ordering invariants.
+// env is one test's store, journal and manager (see lifecycletest.New),
+// with short names for this package's tests.
 type env struct {
+	*lifecycletest.Env
 	t   *testing.T
 	st  *memory.Store
 	j   *journal.Journal
@@ -36,44 +34,22 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st := memory.New()
-	j, err := journal.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cwd := t.TempDir()
-	m, err := manager.New(j, session, &manager.Options{
-		Cwd: cwd,
-		// Node servers take a while to start; every outcome is known
-		// before this gate elapses.
-		Gate:   time.Minute,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, st: st, j: j, m: m, cwd: cwd}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		if _, err := j.Append(ctx, session, &events.SessionClosed{Reason: "test finished"}); err != nil {
-			t.Error(err)
-		}
-		for _, v := range verify.Session(session, e.history()) {
-			t.Errorf("invariant broken: %s", v)
-		}
-		j.Close()
-	})
-	return e
+	e := lifecycletest.New(t, session)
+	return &env{Env: e, t: t, st: e.Store, j: e.Journal, m: e.Manager, cwd: e.Cwd}
 }
 
-func ctxOf(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+func ctxOf(t *testing.T) context.Context { return lifecycletest.Context(t) }
+
+func (e *env) history() []events.Envelope   { return e.History() }
+func (e *env) types(server string) []string { return e.Types(server) }
+func (e *env) waitFor(ctx context.Context, what string, cond func() bool) {
+	e.t.Helper()
+	e.WaitFor(ctx, what, cond)
+}
+func (e *env) tools(server string) []string { return e.Tools(server) }
+func (e *env) tool(server, original string) *manager.Tool {
+	e.t.Helper()
+	return e.Tool(server, original)
 }
 
 // connect connects one server and fails the test unless it connected.
@@ -92,30 +68,6 @@ func (e *env) connect(ctx context.Context, cfg events.ServerConfig) *manager.Con
 	return res
 }
 
-// tools returns the original names of server's exposed tools.
-func (e *env) tools(server string) []string {
-	var names []string
-	for _, tl := range e.m.Tools() {
-		if tl.Server == server {
-			names = append(names, tl.Original)
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
-// tool returns the exposed tool of server with the original name.
-func (e *env) tool(server, original string) *manager.Tool {
-	e.t.Helper()
-	for _, tl := range e.m.Tools() {
-		if tl.Server == server && tl.Original == original {
-			return tl
-		}
-	}
-	e.t.Fatalf("%s has no tool %s; it has %v", server, original, e.tools(server))
-	return nil
-}
-
 // call calls a tool and fails the test unless it returned a result
 // without error.
 func (e *env) call(ctx context.Context, server, original string, args any) *manager.CallResult {
@@ -128,50 +80,6 @@ func (e *env) call(ctx context.Context, server, original string, args any) *mana
 		e.t.Fatalf("call %s/%s: error result %q", server, original, res.Text())
 	}
 	return res
-}
-
-// waitFor waits, through Manager.Watch, until cond holds.
-func (e *env) waitFor(ctx context.Context, what string, cond func() bool) {
-	e.t.Helper()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	updates, err := e.m.Watch(wctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for !cond() {
-		select {
-		case <-updates:
-		case <-ctx.Done():
-			e.t.Fatalf("%s: %v", what, ctx.Err())
-		}
-	}
-}
-
-func (e *env) history() []events.Envelope {
-	var out []events.Envelope
-	for env, err := range e.st.ReadStream(context.Background(), session, 1) {
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, env)
-	}
-	return out
-}
-
-// types returns the types of the events about server.
-func (e *env) types(server string) []string {
-	var out []string
-	for _, env := range e.history() {
-		ev, err := events.Decode(env)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if events.ServerOf(ev) == server {
-			out = append(out, ev.Type())
-		}
-	}
-	return out
 }
 
 // markerVar is set, with a value unique to the test, in the environment
