@@ -40,22 +40,7 @@ func newEnv(t *testing.T) *env {
 	return &env{Env: e, t: t, st: e.Store, j: e.Journal, m: e.Manager, cwd: e.Cwd}
 }
 
-func ctxOf(t *testing.T) context.Context { return lifecycletest.Context(t) }
-
-func (e *env) history() []events.Envelope   { return e.History() }
-func (e *env) types(server string) []string { return e.Types(server) }
-func (e *env) waitFor(ctx context.Context, what string, cond func() bool) {
-	e.t.Helper()
-	e.WaitFor(ctx, what, cond)
-}
-func (e *env) events(server string) []events.Event { return e.Events(server) }
-func (e *env) typesAll() []string                  { return e.AllTypes() }
-
-// lastOf returns the last event of type T about server.
-func lastOf[T events.Event](e *env, server string) T {
-	e.t.Helper()
-	return lifecycletest.LastOf[T](e.Env, server)
-}
+func (e *env) history() []events.Envelope { return e.History() }
 
 // stdio returns the config of a stdio fixture server.
 func stdio(t *testing.T, name string, behaviours ...string) events.ServerConfig {

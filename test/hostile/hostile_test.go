@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/lifecycletest"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
 )
@@ -19,7 +20,7 @@ import (
 func TestCrashDuringInitialize(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	res := e.connect(ctx, stdio(t, "crashy", "exit-on-init", "exit-code=3", "stderr=crashy: cannot start"))
 	err := res.Errors["crashy"]
 	if err == nil {
@@ -31,8 +32,8 @@ func TestCrashDuringInitialize(t *testing.T) {
 	if res.Gate.Outcomes["crashy"] != events.OutcomeFailed || res.Gate.Outcomes["healthy"] != events.OutcomeReady {
 		t.Fatalf("outcomes %v", res.Gate.Outcomes)
 	}
-	wantTypes(t, "crashy", e.types("crashy"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeConnectFailed)
-	if cf := lastOf[*events.ConnectFailed](e, "crashy"); cf.TimedOut || cf.Error != err.Error() {
+	wantTypes(t, "crashy", e.Types("crashy"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeConnectFailed)
+	if cf := lifecycletest.LastOf[*events.ConnectFailed](e.Env, "crashy"); cf.TimedOut || cf.Error != err.Error() {
 		t.Fatalf("ConnectFailed %+v, result error %q", cf, err)
 	}
 	if st := e.m.Status("crashy"); st != projector.StatusDisconnected {
@@ -44,7 +45,7 @@ func TestCrashDuringInitialize(t *testing.T) {
 func TestNeverAnswersInitialize(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	res := e.connect(ctx, withTimeout(stdio(t, "mute", "hang-init"), 300))
 	err := res.Errors["mute"]
 	if err == nil || err.Error() != `Connection to MCP server "mute" timed out after 300ms` {
@@ -53,8 +54,8 @@ func TestNeverAnswersInitialize(t *testing.T) {
 	if !errors.Is(err, manager.ErrTimeout) {
 		t.Fatalf("%v does not wrap ErrTimeout", err)
 	}
-	wantTypes(t, "mute", e.types("mute"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeConnectFailed)
-	if cf := lastOf[*events.ConnectFailed](e, "mute"); !cf.TimedOut {
+	wantTypes(t, "mute", e.Types("mute"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeConnectFailed)
+	if cf := lifecycletest.LastOf[*events.ConnectFailed](e.Env, "mute"); !cf.TimedOut {
 		t.Fatalf("ConnectFailed %+v: not marked timed out", cf)
 	}
 	e.checkHealthy(ctx)
@@ -63,19 +64,19 @@ func TestNeverAnswersInitialize(t *testing.T) {
 func TestExitsRightAfterInitialize(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	e.connect(ctx, stdio(t, "brief", "exit-after-init", "exit-code=4"))
 	// The handshake succeeded, so the exit is a drop: whatever the
 	// tools/list in flight saw, the server ends disconnected with the exit
 	// status recorded.
-	e.waitFor(ctx, "brief dropped", func() bool {
-		return slices.Contains(e.types("brief"), events.TypeDisconnected)
+	e.WaitFor(ctx, "brief dropped", func() bool {
+		return slices.Contains(e.Types("brief"), events.TypeDisconnected)
 	})
-	types := e.types("brief")
+	types := e.Types("brief")
 	if !slices.Equal(types[:3], []string{events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected}) || types[len(types)-1] != events.TypeDisconnected {
 		t.Fatalf("brief events %v", types)
 	}
-	d := lastOf[*events.Disconnected](e, "brief")
+	d := lifecycletest.LastOf[*events.Disconnected](e.Env, "brief")
 	if d.ExitStatus == nil || *d.ExitStatus != 4 {
 		t.Fatalf("Disconnected %+v: want exit status 4", d)
 	}
@@ -96,7 +97,7 @@ func TestExitsRightAfterInitialize(t *testing.T) {
 func TestCrashDuringToolCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	e.connect(ctx, stdio(t, "fragile", "only=echo,crash"))
 	crash := e.tool("mcp_fragile_crash")
 	res, err := crash.Call(ctx, map[string]any{"code": 5, "message": "fragile: segfault"})
@@ -107,13 +108,13 @@ func TestCrashDuringToolCall(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	wantPrefix(t, "result", res.Text(), manager.ErrorPrefix)
-	e.waitFor(ctx, "fragile dropped", func() bool { return e.m.Status("fragile") == projector.StatusDisconnected })
-	d := lastOf[*events.Disconnected](e, "fragile")
+	e.WaitFor(ctx, "fragile dropped", func() bool { return e.m.Status("fragile") == projector.StatusDisconnected })
+	d := lifecycletest.LastOf[*events.Disconnected](e.Env, "fragile")
 	if d.ExitStatus == nil || *d.ExitStatus != 5 {
 		t.Fatalf("Disconnected %+v: want exit status 5", d)
 	}
 	wantContains(t, "Disconnected error", d.Error, "fragile: segfault")
-	fin := lastOf[*events.ToolCallFinished](e, "fragile")
+	fin := lifecycletest.LastOf[*events.ToolCallFinished](e.Env, "fragile")
 	if !fin.IsError || !strings.HasPrefix(fin.Error, manager.ErrorPrefix) {
 		t.Fatalf("ToolCallFinished %+v", fin)
 	}
@@ -132,13 +133,13 @@ func TestCrashDuringToolCall(t *testing.T) {
 func TestHangsInToolsList(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	res := e.connect(ctx, withTimeout(stdio(t, "stuck", "only=echo", "hang-list"), 300))
 	err := res.Errors["stuck"]
 	if err == nil || err.Error() != `Listing tools of MCP server "stuck" timed out after 300ms` {
 		t.Fatalf("error %v", err)
 	}
-	wantTypes(t, "stuck", e.types("stuck"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected, events.TypeToolsListFailed)
+	wantTypes(t, "stuck", e.Types("stuck"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected, events.TypeToolsListFailed)
 	for _, tl := range e.m.Tools() {
 		if tl.Server == "stuck" {
 			t.Fatalf("stuck exposes %s", tl.Name)
@@ -152,19 +153,19 @@ func TestGarbageOnStdout(t *testing.T) {
 		t.Run(when, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			ctx := ctxOf(t)
+			ctx := lifecycletest.Context(t)
 			res := e.connect(ctx, stdio(t, "noisy", "only=echo", when))
 			// A line that is not JSON-RPC must not take the healthy server
 			// down; the noisy one either fails with an error naming it or
 			// carries on.
 			if err := res.Errors["noisy"]; err != nil {
-				t.Logf("noisy failed: %v; events %v", err, e.types("noisy"))
+				t.Logf("noisy failed: %v; events %v", err, e.Types("noisy"))
 				var se *manager.ServerError
 				if !errors.As(err, &se) || se.Server != "noisy" {
 					t.Fatalf("error %v is not a ServerError about noisy", err)
 				}
 			} else {
-				t.Logf("noisy connected; events %v", e.types("noisy"))
+				t.Logf("noisy connected; events %v", e.Types("noisy"))
 			}
 			e.checkHealthy(ctx)
 		})
@@ -175,7 +176,7 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 	t.Parallel()
 	const limit = 64<<10 + 1<<10
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	res := e.connect(ctx,
 		stdio(t, "floodinit", "stderr-flood=10MiB", "exit-on-init"),
 		stdio(t, "floodlater", "only=write_stderr,crash"),
@@ -188,7 +189,7 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 		t.Fatalf("connect error is %d bytes, want at most %d", n, limit)
 	}
 	wantContains(t, "error", err.Error(), "mcplife fixture: exit 1 (exit-on-init)")
-	if cf := lastOf[*events.ConnectFailed](e, "floodinit"); len(cf.Error) > limit {
+	if cf := lifecycletest.LastOf[*events.ConnectFailed](e.Env, "floodinit"); len(cf.Error) > limit {
 		t.Fatalf("recorded error is %d bytes", len(cf.Error))
 	}
 
@@ -201,13 +202,13 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 	if _, cerr := e.tool("mcp_floodlater_crash").Call(ctx, map[string]any{"message": "the last words"}); cerr != nil {
 		t.Fatal(cerr)
 	}
-	e.waitFor(ctx, "floodlater dropped", func() bool { return e.m.Status("floodlater") == projector.StatusDisconnected })
-	d := lastOf[*events.Disconnected](e, "floodlater")
+	e.WaitFor(ctx, "floodlater dropped", func() bool { return e.m.Status("floodlater") == projector.StatusDisconnected })
+	d := lifecycletest.LastOf[*events.Disconnected](e.Env, "floodlater")
 	if len(d.Error) > limit {
 		t.Fatalf("Disconnected error is %d bytes", len(d.Error))
 	}
 	wantContains(t, "Disconnected error", d.Error, "the last words")
-	for _, env := range e.history() {
+	for _, env := range e.History() {
 		if len(env.Data) > limit {
 			t.Errorf("%s event of %d bytes", env.Type, len(env.Data))
 		}
@@ -218,12 +219,12 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 func TestFiveThousandToolsAcrossPages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	res := e.connect(ctx, stdio(t, "huge", "only=", "tools=5000", "page-size=100"))
 	if err := res.Errors["huge"]; err != nil {
 		t.Fatal(err)
 	}
-	listed := lastOf[*events.ToolsListed](e, "huge")
+	listed := lifecycletest.LastOf[*events.ToolsListed](e.Env, "huge")
 	if listed.Count != 5000 || len(listed.Tools) != 5000 {
 		t.Fatalf("ToolsListed count %d, %d tools", listed.Count, len(listed.Tools))
 	}
@@ -251,7 +252,7 @@ var exposedName = regexp.MustCompile(`^mcp_[a-z0-9_]+$`)
 func TestWeirdToolNames(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	res := e.connect(ctx, stdio(t, "weird", "only=", "weird-names"))
 	if err := res.Errors["weird"]; err != nil {
 		t.Fatal(err)
@@ -311,7 +312,7 @@ func TestWeirdToolNames(t *testing.T) {
 func TestMegabyteInputSchema(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	res := e.connect(ctx, stdio(t, "schema", "only=echo", "big-schema=1MiB"))
 	if err := res.Errors["schema"]; err != nil {
 		t.Fatal(err)
@@ -324,7 +325,7 @@ func TestMegabyteInputSchema(t *testing.T) {
 	if err := json.Unmarshal(tl.InputSchema, &schema); err != nil || schema["type"] != "object" {
 		t.Fatalf("schema does not decode: %v", err)
 	}
-	listed := lastOf[*events.ToolsListed](e, "schema")
+	listed := lifecycletest.LastOf[*events.ToolsListed](e.Env, "schema")
 	if listed.Count != 2 {
 		t.Fatalf("ToolsListed %d tools", listed.Count)
 	}
@@ -338,7 +339,7 @@ func TestMegabyteInputSchema(t *testing.T) {
 func TestTenMegabyteResult(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ctx := ctxOf(t)
+	ctx := lifecycletest.Context(t)
 	e.connect(ctx, stdio(t, "bulky", "only=big_result"))
 	r, err := e.tool("mcp_bulky_big_result").Call(ctx, nil)
 	if err != nil || r.IsError {
@@ -349,12 +350,12 @@ func TestTenMegabyteResult(t *testing.T) {
 		t.Fatalf("result is %d bytes, want %d", len(text), fixture.DefaultBigResult)
 	}
 	// Results are never recorded.
-	for _, env := range e.history() {
+	for _, env := range e.History() {
 		if len(env.Data) > 64<<10 {
 			t.Errorf("%s event of %d bytes", env.Type, len(env.Data))
 		}
 	}
-	fin := lastOf[*events.ToolCallFinished](e, "bulky")
+	fin := lifecycletest.LastOf[*events.ToolCallFinished](e.Env, "bulky")
 	if fin.IsError {
 		t.Fatalf("ToolCallFinished %+v", fin)
 	}
@@ -370,7 +371,7 @@ func TestHTTPServerVanishes(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			ctx := ctxOf(t)
+			ctx := lifecycletest.Context(t)
 			g := fixture.NewGate(t)
 			opts := &fixture.HTTPOptions{SSE: transport == events.TransportSSE}
 			url := fixture.Serve(t, opts, "only=echo", g.Arg("exit-on-release"))
@@ -381,9 +382,9 @@ func TestHTTPServerVanishes(t *testing.T) {
 			echo := e.tool("mcp_remote_echo")
 			start := time.Now()
 			g.Release()
-			e.waitFor(ctx, "remote dropped", func() bool { return e.m.Status("remote") == projector.StatusDisconnected })
+			e.WaitFor(ctx, "remote dropped", func() bool { return e.m.Status("remote") == projector.StatusDisconnected })
 			t.Logf("%s drop detected after %v", transport, time.Since(start).Round(time.Millisecond))
-			d := lastOf[*events.Disconnected](e, "remote")
+			d := lifecycletest.LastOf[*events.Disconnected](e.Env, "remote")
 			if d.Reason != events.ReasonTransportClosed || d.Error == "" {
 				t.Fatalf("Disconnected %+v", d)
 			}

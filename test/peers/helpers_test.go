@@ -38,14 +38,8 @@ func newEnv(t *testing.T) *env {
 	return &env{Env: e, t: t, st: e.Store, j: e.Journal, m: e.Manager, cwd: e.Cwd}
 }
 
-func ctxOf(t *testing.T) context.Context { return lifecycletest.Context(t) }
+func (e *env) history() []events.Envelope { return e.History() }
 
-func (e *env) history() []events.Envelope   { return e.History() }
-func (e *env) types(server string) []string { return e.Types(server) }
-func (e *env) waitFor(ctx context.Context, what string, cond func() bool) {
-	e.t.Helper()
-	e.WaitFor(ctx, what, cond)
-}
 func (e *env) tools(server string) []string { return e.Tools(server) }
 func (e *env) tool(server, original string) *manager.Tool {
 	e.t.Helper()

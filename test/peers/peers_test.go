@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/lifecycletest"
 	"github.com/mcplife/mcplife/internal/peers"
 )
 
@@ -63,7 +64,7 @@ func checkEverything(ctx context.Context, t *testing.T, e *env, server string) {
 	// Tools that depend on the client's capabilities are registered after
 	// initialization, followed by tools/list_changed; the manager
 	// re-lists, so the count settles at 13 or 14.
-	e.waitFor(ctx, "server-everything's tools", func() bool { return len(e.tools(server)) >= 13 })
+	e.WaitFor(ctx, "server-everything's tools", func() bool { return len(e.tools(server)) >= 13 })
 	names := e.tools(server)
 	if len(names) > 14 || !slices.Contains(names, "echo") {
 		t.Fatalf("server-everything lists %d tools %v, want 13 or 14 including echo", len(names), names)
@@ -87,7 +88,7 @@ func checkEverything(ctx context.Context, t *testing.T, e *env, server string) {
 	} else {
 		t.Errorf("no get-roots-list tool: the manager should advertise roots; tools %v", names)
 	}
-	types := e.types(server)
+	types := e.Types(server)
 	t.Logf("events of %s: %v", server, types)
 	if !slices.Contains(types, events.TypeServerConnected) || !slices.Contains(types, events.TypeToolsListed) {
 		t.Errorf("events %v", types)
@@ -100,7 +101,7 @@ func TestEverythingStdio(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			ctx := ctxOf(t)
+			ctx := lifecycletest.Context(t)
 			marker := newMarker(t)
 			cfg := l.config(t, peers.EverythingPackage, node, script, "stdio")
 			cfg.Name = "everything"
@@ -143,7 +144,7 @@ func TestEverythingHTTP(t *testing.T) {
 		t.Run(mode.mode, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			ctx := ctxOf(t)
+			ctx := lifecycletest.Context(t)
 			endpoint := peers.StartEverythingHTTP(t, mode.mode)
 			e.connect(ctx, events.ServerConfig{Name: "everything", Type: mode.transport, URL: endpoint})
 			checkEverything(ctx, t, e, "everything")
@@ -153,7 +154,7 @@ func TestEverythingHTTP(t *testing.T) {
 			if st := e.m.Status("everything"); st != "disconnected" {
 				t.Fatalf("status after DisconnectAll: %s", st)
 			}
-			types := e.types("everything")
+			types := e.Types("everything")
 			if types[len(types)-1] != events.TypeDisconnected {
 				t.Fatalf("events %v", types)
 			}
@@ -175,7 +176,7 @@ func TestFilesystem(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			ctx := ctxOf(t)
+			ctx := lifecycletest.Context(t)
 			// The manager's cwd holds the file; the server is started with
 			// another directory, which the client's roots replace.
 			file := filepath.Join(e.cwd, "hello.txt")
