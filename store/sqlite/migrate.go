@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/mcplife/mcplife/store"
 )
 
 // migrationFS holds the schema, one file per version: NNNN_name.sql.
@@ -78,7 +81,7 @@ func (db *DB) migrate(ctx context.Context) error {
 		return err
 	}
 	for _, m := range ms {
-		applied, err := db.applyMigration(ctx, m)
+		applied, err := db.applyMigration(ctx, m, schemaVersion)
 		if err != nil {
 			return err
 		}
@@ -89,31 +92,37 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (db *DB) applyMigration(ctx context.Context, m migration) (bool, error) {
-	tx, err := db.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock in dsn
+// applyMigration applies m unless the database is at its version already.
+// latest is the newest version the caller knows; a database beyond it is an
+// error wrapping [store.ErrNewerSchema].
+func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool, error) {
+	applied := false
+	err := db.writeTx(ctx, func(bg context.Context) error {
+		cur, err := userVersion(bg, db.wconn)
+		if err != nil {
+			return fmt.Errorf("read user_version: %w", err)
+		}
+		if cur > latest {
+			return db.newerSchema(cur)
+		}
+		if cur >= m.version {
+			return nil
+		}
+		if _, err := db.wconn.ExecContext(bg, m.sql); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+		// PRAGMA takes no parameters; m.version is an int from the file name.
+		if _, err := db.wconn.ExecContext(bg, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+			return fmt.Errorf("set user_version: %w", err)
+		}
+		applied = true
+		return nil
+	})
+	if errors.Is(err, store.ErrNewerSchema) {
+		return false, err
+	}
 	if err != nil {
-		return false, fmt.Errorf("sqlite: migrate %s to %d: begin: %w", db.path, m.version, err)
+		return false, fmt.Errorf("sqlite: migrate %s to %d: %w", db.path, m.version, err)
 	}
-	defer tx.Rollback()
-	cur, err := userVersion(ctx, tx)
-	if err != nil {
-		return false, fmt.Errorf("sqlite: migrate %s to %d: read user_version: %w", db.path, m.version, err)
-	}
-	if cur > schemaVersion {
-		return false, db.newerSchema(cur)
-	}
-	if cur >= m.version {
-		return false, nil
-	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return false, fmt.Errorf("sqlite: migrate %s to %d (%s): %w", db.path, m.version, m.name, err)
-	}
-	// PRAGMA takes no parameters; m.version is an int from the file name.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
-		return false, fmt.Errorf("sqlite: migrate %s to %d: set user_version: %w", db.path, m.version, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("sqlite: migrate %s to %d: commit: %w", db.path, m.version, err)
-	}
-	return true, nil
+	return applied, nil
 }

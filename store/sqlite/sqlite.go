@@ -180,18 +180,25 @@ func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
 		db.closeAll()
 		return err
 	}
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, mapErr(err)))
+	}
+	db.wconn = conn
+	db.wsem = make(chan struct{}, 1)
+
 	var mode string
-	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: set WAL mode: %w", db.path, mapErr(err)))
 	}
-	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: read journal mode: %w", db.path, mapErr(err)))
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("sqlite: open %s: journal mode is %q after setting WAL (the file system may not support WAL's shared memory)", db.path, mode))
 	}
 	var sync int
-	if err := db.w.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: read synchronous: %w", db.path, mapErr(err)))
 	}
 	if sync != 2 { // FULL
@@ -200,13 +207,7 @@ func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
 	if err := db.migrate(ctx); err != nil {
 		return fail(err)
 	}
-	conn, err := db.w.Conn(ctx)
-	if err != nil {
-		return fail(fmt.Errorf("sqlite: open %s: writer connection: %w", db.path, mapErr(err)))
-	}
-	db.wconn = conn
-	db.wsem = make(chan struct{}, 1)
-	if err := db.stmts.prepareWrites(ctx, db.wconn); err != nil {
+	if err := db.stmts.prepareWrites(ctx, conn); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, err))
 	}
 	return nil
@@ -261,9 +262,8 @@ func (db *DB) writeTx(ctx context.Context, fn func(bg context.Context) error) er
 
 // dsn returns the data source name for a connection to the file at abs.
 // Parameters starting with _ are go-sqlite3's; it applies them to every new
-// connection. Writers take the write lock when a transaction begins
-// (_txlock=immediate), so a transaction never fails half-way to upgrade
-// its lock.
+// connection. (Write transactions are begun explicitly with BEGIN
+// IMMEDIATE, see writeTx, so they never fail half-way to upgrade a lock.)
 func dsn(abs string, o Options, readOnly bool) string {
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
@@ -272,7 +272,6 @@ func dsn(abs string, o Options, readOnly bool) string {
 		q.Set("mode", "ro")
 	} else {
 		q.Set("mode", "rwc")
-		q.Set("_txlock", "immediate")
 	}
 	// An SQLite URI: the path is percent-encoded so '?', '#' and '%' in
 	// file names survive.
