@@ -42,6 +42,23 @@ func TestConformance(t *testing.T) {
 				cmd.Env = append(os.Environ(), crashEnv+"="+path)
 				acked = append(acked, storetest.KillAfterAcks(t, cmd, 100)...)
 			}
+			// A read-only reader (mcp-audit on a crashed session) sees
+			// every acknowledged event before anyone reopens the file
+			// for writing.
+			ro, err := sqlite.Open(path, &sqlite.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only open after the crash: %v", err)
+			}
+			last, err := ro.LastSeq(t.Context())
+			if err != nil || last < acked[len(acked)-1].Seq {
+				t.Fatalf("read-only LastSeq after the crash = %d, %v; want at least %d", last, err, acked[len(acked)-1].Seq)
+			}
+			if err := ro.IntegrityCheck(t.Context()); err != nil {
+				t.Fatalf("read-only integrity check after the crash: %v", err)
+			}
+			if err := ro.Close(); err != nil {
+				t.Fatal(err)
+			}
 			db, err := sqlite.Open(path, nil)
 			if err != nil {
 				t.Fatalf("reopen after the crash: %v", err)
