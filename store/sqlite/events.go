@@ -19,8 +19,9 @@ const pageSize = 512
 
 const eventColumns = `seq, stream, version, type, schema, time, session_id, correlation_id, data`
 
-// statements are prepared once per store; database/sql prepares them again
-// on each connection that runs them.
+// statements are prepared once per store: the writer's on the held writer
+// connection, the readers' on the reader pool (database/sql prepares those
+// again on each reader connection that runs them).
 type statements struct {
 	// Writer.
 	positions    *sql.Stmt // a stream's version and the last seq
