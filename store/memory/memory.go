@@ -2,12 +2,10 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
@@ -54,20 +52,12 @@ func New() *Store {
 	}
 }
 
-// Time bounds the SQLite store can represent (int64 Unix nanoseconds). The
-// memory store enforces the same bounds so that code tested against it
-// behaves the same with the durable store.
-var (
-	minTime = time.Unix(0, -1<<63).UTC()
-	maxTime = time.Unix(0, 1<<63-1).UTC()
-)
-
 // Append implements [store.Store.Append]. It returns an error for an empty
 // stream name, an expected version below [store.AnyVersion], or an event
 // whose Time is zero or outside the years 1678–2262; it stores nothing in
 // those cases.
 func (s *Store) Append(ctx context.Context, name string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
-	if err := validate(name, expected, envs); err != nil {
+	if err := store.CheckAppend("memory", name, expected, envs); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -118,20 +108,6 @@ func (s *Store) Append(ctx context.Context, name string, expected int64, envs []
 	return out, nil
 }
 
-func validate(name string, expected int64, envs []events.Envelope) error {
-	if name == "" {
-		return errors.New("memory: append: empty stream name")
-	}
-	if expected < store.AnyVersion {
-		return fmt.Errorf("memory: append %q: invalid expected version %d", name, expected)
-	}
-	for i, e := range envs {
-		if e.Time.IsZero() || e.Time.Before(minTime) || e.Time.After(maxTime) {
-			return fmt.Errorf("memory: append %q: event %d (%s): time %v is zero or outside 1678-2262", name, i, e.Type, e.Time)
-		}
-	}
-	return nil
-}
 
 // ReadStream implements [store.Store.ReadStream].
 func (s *Store) ReadStream(ctx context.Context, name string, fromVersion uint64) iter.Seq2[events.Envelope, error] {

@@ -95,26 +95,7 @@ func (s *statements) close() error {
 	return errors.Join(errs...)
 }
 
-// Times outside int64 Unix nanoseconds cannot be stored.
-var (
-	minTime = time.Unix(0, math.MinInt64).UTC()
-	maxTime = time.Unix(0, math.MaxInt64).UTC()
-)
 
-func validate(stream string, expected int64, envs []events.Envelope) error {
-	if stream == "" {
-		return errors.New("sqlite: append: empty stream name")
-	}
-	if expected < store.AnyVersion {
-		return fmt.Errorf("sqlite: append %q: invalid expected version %d", stream, expected)
-	}
-	for i, e := range envs {
-		if e.Time.IsZero() || e.Time.Before(minTime) || e.Time.After(maxTime) {
-			return fmt.Errorf("sqlite: append %q: event %d (%s): time %v is zero or outside 1678-2262", stream, i, e.Type, e.Time)
-		}
-	}
-	return nil
-}
 
 // Append implements [store.Store.Append] in one write transaction. It
 // returns an error for an empty stream name, an expected version below
@@ -122,7 +103,7 @@ func validate(stream string, expected int64, envs []events.Envelope) error {
 // 1678–2262, and [store.ErrReadOnly] on a read-only store; in each case it
 // stores nothing. Times are stored as Unix nanoseconds and read back in UTC.
 func (db *DB) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
-	if err := validate(stream, expected, envs); err != nil {
+	if err := store.CheckAppend("sqlite", stream, expected, envs); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
