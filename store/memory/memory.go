@@ -108,7 +108,6 @@ func (s *Store) Append(ctx context.Context, name string, expected int64, envs []
 	return out, nil
 }
 
-
 // ReadStream implements [store.Store.ReadStream].
 func (s *Store) ReadStream(ctx context.Context, name string, fromVersion uint64) iter.Seq2[events.Envelope, error] {
 	return func(yield func(events.Envelope, error) bool) {

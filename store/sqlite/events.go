@@ -95,8 +95,6 @@ func (s *statements) close() error {
 	return errors.Join(errs...)
 }
 
-
-
 // Append implements [store.Store.Append] in one write transaction. It
 // returns an error for an empty stream name, an expected version below
 // [store.AnyVersion] or an event whose Time is zero or outside the years
