@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/memory"
 	"github.com/mcplife/mcplife/verify"
@@ -204,5 +207,35 @@ func contains(t *testing.T, what, s, sub string) {
 	t.Helper()
 	if !strings.Contains(s, sub) {
 		t.Fatalf("%s %q does not contain %q", what, s, sub)
+	}
+}
+
+// lastIndex returns the index of the last s in list, or -1.
+func lastIndex(list []string, s string) int {
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i] == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkReplay checks that the manager's live view equals a fresh fold of
+// the session's stored events up to the last one the view applied: the
+// same statuses, server states and tools.
+func checkReplay(t *testing.T, e *env) {
+	t.Helper()
+	live := e.m.View()
+	replay := projector.NewToolView(e.session)
+	for _, env := range e.events(e.session) {
+		if env.Seq <= live.LastSeq() {
+			replay.Apply(env)
+		}
+	}
+	if diff := cmp.Diff(replay.Servers(), live.Servers()); diff != "" {
+		t.Errorf("server states differ from a replay of the session (-replay +live):\n%s", diff)
+	}
+	if diff := cmp.Diff(replay.Tools(), live.Tools()); diff != "" {
+		t.Errorf("tools differ from a replay of the session (-replay +live):\n%s", diff)
 	}
 }

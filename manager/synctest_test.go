@@ -3,6 +3,8 @@ package manager
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store/memory"
 	"github.com/mcplife/mcplife/verify"
 )
@@ -165,5 +168,97 @@ func TestDefaultTimeoutOnFakeClock(t *testing.T) {
 			t.Errorf("error %q, want %q", got, want)
 		}
 		m.Close(ctx)
+	})
+}
+
+// TestReloadKeepsCachedToolsOfServerConnectedAtGate is the regression test
+// of a reload under load that ended without one server's tools: at the
+// gate the server had finished initialize (ServerConnected recorded) while
+// its first tools/list was still pending, so the gate served its cached
+// list, and the view ignored that CachedToolsServed because the server
+// was connected rather than connecting. On a fake clock the gate always
+// finds the server in that state.
+func TestReloadKeepsCachedToolsOfServerConnectedAtGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memory.New()
+		j, err := journal.New(st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		m, err := New(j, "s", &Options{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := &memServers{release: make(chan struct{})}
+		m.dial = ms.dial
+		defer m.Close(ctx)
+		release := sync.OnceFunc(func() { close(ms.release) })
+		defer release() // before Close, also when the test fails
+
+		if _, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "c", Command: "fast"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		// The reload finds a config of c whose first list is held, with a
+		// list of it in the tool cache.
+		held := events.ServerConfig{Name: "c", Command: "hold-list"}
+		if _, err := j.Append(ctx, "earlier", &events.ToolsListed{Server: "c", ConfigHash: held.Hash(),
+			Tools: []events.ToolDef{{Name: "echo"}}, Count: 1, Cause: events.CauseInitial}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := m.Reload(ctx, func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
+			return []events.ServerConfig{held}, nil, nil
+		})
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatal(res.Errors, err)
+		}
+		if o := res.Gate.Outcomes["c"]; o != events.OutcomeDeferred {
+			t.Fatalf("gate outcome %q, want deferred", o)
+		}
+		stream := func() (types []string) {
+			for env, err := range st.ReadStream(ctx, "s", 1) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				types = append(types, env.Type)
+			}
+			return types
+		}
+		// The case of the report: initialize finished before the gate.
+		types := stream()
+		started := lastIndex(types, events.TypeConnectStarted)
+		if got := types[started:]; !slices.Equal(got, []string{events.TypeConnectStarted, events.TypeServerConnected,
+			events.TypeCachedToolsServed, events.TypeStartupGateElapsed, events.TypeReloadCompleted}) {
+			t.Fatalf("events of the reload's connect: %v", got)
+		}
+		for _, tools := range [][]*Tool{res.Tools, m.Tools()} {
+			if len(tools) != 1 || tools[0].Name != "mcp_c_echo" || !tools[0].Deferred {
+				t.Fatalf("tools after the reload: %+v", tools)
+			}
+		}
+		if s := m.Status("c"); s != projector.StatusConnected {
+			t.Fatalf("status %s", s)
+		}
+
+		// The late list replaces the cached tools.
+		release()
+		synctest.Wait()
+		if tools := m.Tools(); len(tools) != 1 || tools[0].Name != "mcp_c_echo" || tools[0].Deferred {
+			t.Fatalf("tools after the late list: %+v", tools)
+		}
+		if err := m.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var envs []events.Envelope
+		for env, err := range st.ReadStream(ctx, "s", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			envs = append(envs, env)
+		}
+		for _, v := range verify.Session("s", envs) {
+			t.Errorf("invariant: %s", v)
+		}
 	})
 }
