@@ -133,6 +133,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 			break // m.mu stays locked
 		}
 		m.mu.Unlock()
+		m.yield("connect.wait", "")
 		for _, w := range wait {
 			select {
 			case <-w:
@@ -221,6 +222,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 		}()
 	}
 	m.mu.Unlock()
+	m.yield("connect.started", "")
 
 	var ctxErr error
 	if r != nil {
@@ -271,6 +273,7 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	awaited := map[string]bool{}
 	var served []events.Event
 	var deferred []*server
+	m.yield("gate.snapshot", "")
 	r.emitMu.Lock()
 	r.snap = true
 	for _, name := range names {
@@ -316,6 +319,7 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	g := GateOutcome{Round: r.id, Gate: m.opts.Gate, Elapsed: m.now().Sub(start), Outcomes: outcomes}
 	// Mark deferred servers before recording, so a call that sees the
 	// deferred tools may record its start.
+	m.yield("gate.emit", "")
 	m.mu.Lock()
 	for _, s := range deferred {
 		s.deferred = true
@@ -334,11 +338,13 @@ func (m *Manager) run(s *server) {
 	begin := m.now()
 
 	lc, err := m.connect(s)
+	m.yield("run.connected", s.name)
 	if err != nil {
 		m.mu.Lock()
 		tornDown := s.closing
 		s.closing = true // this goroutine finishes the failed record itself
 		m.mu.Unlock()
+		m.yield("run.failed", s.name)
 		if !tornDown {
 			late := r.enter(s.name)
 			m.emit(&events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
@@ -377,6 +383,7 @@ func (m *Manager) run(s *server) {
 	r.enter(s.name)
 	m.emit(connected)
 	r.leave()
+	m.yield("run.conn", s.name)
 	m.mu.Lock()
 	s.conn = lc
 	close(s.connected)
@@ -392,6 +399,7 @@ func (m *Manager) run(s *server) {
 	if s.ctx.Err() != nil {
 		return // torn down; the teardown records Disconnected
 	}
+	m.yield("run.listed", s.name)
 	late := r.enter(s.name)
 	if err != nil {
 		m.emit(&events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(listStart)})

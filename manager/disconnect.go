@@ -63,6 +63,9 @@ func (m *Manager) disconnect(ctx context.Context, names []string, reason, correl
 		}
 	}
 	m.mu.Unlock()
+	for _, s := range mine {
+		m.yield("disconnect.marked", s.name)
+	}
 
 	finished := make(chan error, 1)
 	if len(mine) > 0 {
@@ -162,7 +165,13 @@ func (m *Manager) finish(servers []*server, discs []*events.Disconnected, correl
 	for i, d := range discs {
 		evs[i] = d
 	}
+	for _, s := range servers {
+		m.yield("finish.emit", s.name)
+	}
 	m.emitCorrelated(correlation, evs...)
+	for _, s := range servers {
+		m.yield("finish.remove", s.name)
+	}
 	m.mu.Lock()
 	for _, s := range servers {
 		if m.servers[s.name] == s {
@@ -192,6 +201,7 @@ func (m *Manager) watch(s *server, lc *liveConn) {
 	case <-exited:
 	case <-s.ctx.Done():
 	}
+	m.yield("watch.ended", s.name)
 	m.mu.Lock()
 	if s.closing {
 		m.mu.Unlock()

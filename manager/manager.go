@@ -118,6 +118,9 @@ type Manager struct {
 	// afterSnapshot, when set (tests), is called once the gate decided
 	// the outcome of every server of a round.
 	afterSnapshot func(round int64, outcomes map[string]string)
+	// sched, when set (tests), is called at the lifecycle's scheduling
+	// points (see yield) to vary or hold the interleaving there.
+	sched func(point, server string)
 
 	// ctx is cancelled by Close; wg holds the goroutines it stops.
 	ctx    context.Context
@@ -261,6 +264,15 @@ func (m *Manager) attachView(ctx context.Context) error {
 		return fmt.Errorf("manager: attach view: %w", err)
 	}
 	return nil
+}
+
+// yield calls the test hook at a scheduling point: a place where another
+// goroutine's step may come in between, named by point and, where the
+// step is about one, the server.
+func (m *Manager) yield(point, server string) {
+	if m.sched != nil {
+		m.sched(point, server)
+	}
 }
 
 // Session returns the session id the manager records to.

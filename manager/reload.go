@@ -36,6 +36,7 @@ func (m *Manager) Reload(ctx context.Context, discover DiscoverFunc) (*ConnectRe
 			return nil, ctx.Err()
 		}
 	}
+	m.yield("reload.discover", "")
 	configs, sources, err := discover(ctx)
 	if err != nil {
 		m.emitCorrelated(id, &events.DiscoveryFailed{Path: ".mcp.json", Error: events.RedactText(err.Error())},

@@ -1,0 +1,223 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/projector"
+)
+
+// scheduler is a scheduling hook (Manager.sched) that reports when a
+// scheduling point of a server was reached and can hold the first
+// goroutine that reaches it until released. It makes one interleaving of
+// concurrent lifecycle calls happen on purpose.
+type scheduler struct {
+	mu      sync.Mutex
+	reached map[[2]string]chan struct{} // closed at the first arrival
+	arrived map[[2]string]bool
+	holds   map[[2]string]chan struct{} // closed to let the holder go
+}
+
+func newScheduler(m *Manager) *scheduler {
+	sc := &scheduler{reached: map[[2]string]chan struct{}{}, arrived: map[[2]string]bool{}, holds: map[[2]string]chan struct{}{}}
+	m.sched = sc.hook
+	return sc
+}
+
+// ch returns the arrival channel of point and server. Requires sc.mu.
+func (sc *scheduler) ch(k [2]string) chan struct{} {
+	ch, ok := sc.reached[k]
+	if !ok {
+		ch = make(chan struct{})
+		sc.reached[k] = ch
+	}
+	return ch
+}
+
+func (sc *scheduler) hook(point, server string) {
+	k := [2]string{point, server}
+	sc.mu.Lock()
+	if !sc.arrived[k] {
+		sc.arrived[k] = true
+		close(sc.ch(k))
+	}
+	h := sc.holds[k]
+	delete(sc.holds, k)
+	sc.mu.Unlock()
+	if h != nil {
+		<-h
+	}
+}
+
+// at returns a channel closed once point was reached for server.
+func (sc *scheduler) at(point, server string) <-chan struct{} {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.ch([2]string{point, server})
+}
+
+// hold stops the first goroutine that reaches point for server until the
+// returned function is called (it is also called when the test ends).
+func (sc *scheduler) hold(t *testing.T, point, server string) (release func()) {
+	ch := make(chan struct{})
+	sc.mu.Lock()
+	sc.holds[[2]string{point, server}] = ch
+	sc.mu.Unlock()
+	release = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(release)
+	return release
+}
+
+// await waits for ch, failing the test when ctx ends or when early
+// delivers first: early is a result that must not exist yet.
+func await[T any](t *testing.T, ctx context.Context, what string, ch <-chan struct{}, early <-chan T) {
+	t.Helper()
+	select {
+	case <-ch:
+	case v := <-early:
+		t.Fatalf("%s: finished first (%v)", what, v)
+	case <-ctx.Done():
+		t.Fatalf("%s: %v", what, ctx.Err())
+	}
+}
+
+// async runs f in a goroutine and delivers its result.
+func async[T any](f func() T) <-chan T {
+	ch := make(chan T, 1)
+	go func() { ch <- f() }()
+	return ch
+}
+
+type connected struct {
+	res *ConnectResult
+	err error
+}
+
+func connectAsync(ctx context.Context, m *Manager, cfgs ...events.ServerConfig) <-chan connected {
+	return async(func() connected {
+		res, err := m.ConnectServers(ctx, cfgs, nil)
+		return connected{res, err}
+	})
+}
+
+// checkConnectedAgain checks the end of each interleaving below: the
+// server's second connection is up with its tools, after the first one's
+// Disconnected, and the live view equals a replay.
+func checkConnectedAgain(t *testing.T, e *env, name string, wantTypes []string, wantTools ...string) {
+	t.Helper()
+	equal(t, name+" events", e.serverTypes("s1", name), wantTypes)
+	equal(t, "tools", toolNames(e.m.Tools()), wantTools)
+	if st := e.m.Status(name); st != projector.StatusConnected {
+		t.Fatalf("status %s", st)
+	}
+	checkReplay(t, e)
+}
+
+// A reconnect requested while the teardown of the same server is about to
+// record its Disconnected waits for it: the Disconnected must not follow
+// the new ConnectStarted, or the view would drop the new connection's
+// tools.
+func TestReconnectWaitsForTheTeardownsDisconnected(t *testing.T) {
+	e := newEnv(t, &Options{Gate: time.Minute})
+	ctx := testCtx(t)
+	sc := newScheduler(e.m)
+	c := stdio(t, "c", "only=add")
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{c}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	release := sc.hold(t, "finish.emit", "c")
+	disc := async(func() error { return e.m.DisconnectServer(ctx, "c") })
+	await(t, ctx, "teardown", sc.at("finish.emit", "c"), disc)
+	again := connectAsync(ctx, e.m, c)
+	await(t, ctx, "reconnect waits for the teardown", sc.at("connect.wait", ""), again)
+	release()
+
+	if err := <-disc; err != nil {
+		t.Fatal(err)
+	}
+	r := <-again
+	if r.err != nil || len(r.res.Errors) > 0 {
+		t.Fatal(r.res.Errors, r.err)
+	}
+	equal(t, "reconnect tools", toolNames(r.res.Tools), []string{"mcp_c_add"})
+	checkConnectedAgain(t, e, "c", []string{"ServerDiscovered", "ConnectStarted", "ServerConnected", "ToolsListed/initial",
+		"Disconnected/requested", "ConnectStarted", "ServerConnected", "ToolsListed/initial"}, "mcp_c_add")
+}
+
+// A first tool list that finished just before its connection was torn
+// down is recorded before that connection's Disconnected, never after
+// the reconnect's ConnectStarted, where it would stand for the new
+// connection's tools.
+func TestLateListOfOldConnectionPrecedesItsDisconnected(t *testing.T) {
+	e := newEnv(t, &Options{Gate: time.Minute})
+	ctx := testCtx(t)
+	sc := newScheduler(e.m)
+	c := stdio(t, "c", "only=add")
+
+	release := sc.hold(t, "run.listed", "c") // listed, not yet recorded
+	first := connectAsync(ctx, e.m, c)
+	await(t, ctx, "first list", sc.at("run.listed", "c"), first)
+	disc := async(func() error { return e.m.DisconnectServer(ctx, "c") })
+	await(t, ctx, "teardown", sc.at("disconnect.marked", "c"), disc)
+	again := connectAsync(ctx, e.m, c)
+	await(t, ctx, "reconnect waits for the teardown", sc.at("connect.wait", ""), again)
+	release()
+
+	if r := <-first; r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := <-disc; err != nil {
+		t.Fatal(err)
+	}
+	r := <-again
+	if r.err != nil || len(r.res.Errors) > 0 {
+		t.Fatal(r.res.Errors, r.err)
+	}
+	checkConnectedAgain(t, e, "c", []string{"ServerDiscovered", "ConnectStarted", "ServerConnected", "ToolsListed/initial",
+		"Disconnected/requested", "ConnectStarted", "ServerConnected", "ToolsListed/initial"}, "mcp_c_add")
+}
+
+// DisconnectAll while a server's connect has succeeded but is not yet
+// recorded: the connection is recorded and then closed by the teardown,
+// and a later reload connects the server again.
+func TestDisconnectAllDuringConnectInFlight(t *testing.T) {
+	e := newEnv(t, &Options{Gate: time.Minute})
+	ctx := testCtx(t)
+	sc := newScheduler(e.m)
+	a, c := stdio(t, "a", "only=echo"), stdio(t, "c", "only=add")
+
+	release := sc.hold(t, "run.connected", "c")
+	first := connectAsync(ctx, e.m, a, c)
+	await(t, ctx, "connect", sc.at("run.connected", "c"), first)
+	disc := async(func() error { return e.m.DisconnectAll(ctx) })
+	await(t, ctx, "teardown", sc.at("disconnect.marked", "c"), disc)
+	release()
+
+	r := <-first
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := <-disc; err != nil {
+		t.Fatal(err)
+	}
+	// Torn down before its first list: failed at the gate.
+	if o, err := r.res.Gate.Outcomes["c"], r.res.Errors["c"]; o != events.OutcomeFailed || !errors.Is(err, ErrDisconnected) {
+		t.Fatalf("gate outcome of c %q, error %v", o, err)
+	}
+	if n := len(e.m.Tools()); n != 0 {
+		t.Fatalf("%d tools after DisconnectAll", n)
+	}
+	res, err := e.m.Reload(ctx, func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
+		return []events.ServerConfig{a, c}, nil, nil
+	})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(res.Errors, err)
+	}
+	checkConnectedAgain(t, e, "c", []string{"ServerDiscovered", "ConnectStarted", "ServerConnected",
+		"Disconnected/requested", "ConnectStarted", "ServerConnected", "ToolsListed/initial"}, "mcp_a_echo", "mcp_c_add")
+}
