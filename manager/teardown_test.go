@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/projector"
 )
 
 // processInfo calls the fixture's pid tool on server.
@@ -106,8 +109,18 @@ func TestConcurrentLifecycleCalls(t *testing.T) {
 	}
 }
 
+// shuffle is a scheduling hook that yields the processor a random number
+// of times at each scheduling point, so each run explores other
+// interleavings of connects, lists, gates and teardowns.
+func shuffle(string, string) {
+	for range rand.IntN(4) * rand.IntN(8) {
+		runtime.Gosched()
+	}
+}
+
 func testConcurrentLifecycleCalls(t *testing.T, gate time.Duration) {
 	e := newEnv(t, &Options{Gate: gate})
+	e.m.sched = shuffle
 	ctx := testCtx(t)
 	configs := []events.ServerConfig{
 		stdio(t, "a", "only=echo"),
@@ -142,18 +155,73 @@ func testConcurrentLifecycleCalls(t *testing.T, gate time.Duration) {
 		})
 	}
 	wg.Wait()
+	// The session's history so far must fold into the view the manager
+	// holds, whatever the interleaving was.
+	checkReplay(t, e)
+
 	// Whatever the interleaving, a final reload leaves every server
-	// connected exactly once.
+	// connected exactly once, with its tools: live, or deferred from the
+	// cache while its first list is pending.
+	updates, err := e.m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := e.m.Reload(ctx, discover)
 	if err != nil || len(res.Errors) > 0 {
 		t.Fatal(res.Errors, err)
 	}
-	if got := toolNames(e.m.Tools()); fmt.Sprint(got) != "[mcp_a_echo mcp_b_add mcp_b_echo mcp_c_add]" {
+	want := []string{"mcp_a_echo", "mcp_b_add", "mcp_b_echo", "mcp_c_add"}
+	logHistory := func() {
 		for _, name := range []string{"a", "b", "c"} {
 			t.Logf("%s: %v", name, e.serverTypes("s1", name))
 		}
+	}
+	if got := toolNames(res.Tools); !slices.Equal(got, want) {
+		logHistory()
+		t.Fatalf("reload result tools %v", got)
+	}
+	// Only a server deferred at the gate may have cached tools (its late
+	// list may have replaced them already).
+	for _, tl := range res.Tools {
+		if o := res.Gate.Outcomes[tl.Server]; tl.Deferred && o != events.OutcomeDeferred {
+			t.Errorf("%s: deferred with gate outcome %q", tl.Name, o)
+		}
+	}
+	if got := toolNames(e.m.Tools()); !slices.Equal(got, want) {
+		logHistory()
 		t.Fatalf("tools %v", got)
 	}
+	checkReplay(t, e)
+
+	// Once the late lists of deferred servers arrived, every server is
+	// connected with live tools, and the live view still equals a replay.
+	for _, c := range configs {
+		if err := e.m.WaitForConnection(ctx, c.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, ctx, updates, func() bool {
+		return !slices.ContainsFunc(e.m.Tools(), func(t *Tool) bool { return t.Deferred })
+	})
+	if got := toolNames(e.m.Tools()); !slices.Equal(got, want) {
+		logHistory()
+		t.Fatalf("tools after the late lists %v", got)
+	}
+	for _, c := range configs {
+		if st := e.m.Status(c.Name); st != projector.StatusConnected {
+			t.Errorf("%s: status %s", c.Name, st)
+		}
+		// Nothing ended the final connection.
+		types := e.serverTypes("s1", c.Name)
+		final := types[lastIndex(types, "ConnectStarted")+1:]
+		if slices.ContainsFunc(final, func(typ string) bool {
+			return strings.HasPrefix(typ, "Disconnected") || typ == "ConnectFailed"
+		}) {
+			t.Errorf("%s: final connection ended: %v", c.Name, types)
+		}
+	}
+	checkReplay(t, e)
+
 	m := e.m
 	m.mu.Lock()
 	n := len(m.servers)
