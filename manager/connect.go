@@ -147,7 +147,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 		evs      []events.Event
 		starting []*server
 		inCall   []string
-		hashes   = map[string]string{}
+		found    = map[string]discovery{}
 	)
 	for _, cfg := range cfgs {
 		name := cfg.Name
@@ -165,12 +165,16 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 		}
 		inCall = append(inCall, name)
 		hash := cfg.Hash()
-		if m.discovered[name] != hash {
+		// A changed source is recorded too: the view (and each tool's
+		// display path) takes the source from ServerDiscovered, and a
+		// server may come back from another config file after a
+		// disconnect.
+		if d := (discovery{hash, m.sources[name]}); m.discovered[name] != d {
 			evs = append(evs, &events.ServerDiscovered{
-				Server: name, Source: m.sources[name], Transport: cfg.Transport(),
+				Server: name, Source: d.source, Transport: cfg.Transport(),
 				ConfigHash: hash, Config: cfg.Redact(),
 			})
-			hashes[name] = hash
+			found[name] = d
 		}
 		s := &server{
 			name:      name,
@@ -209,8 +213,8 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 			return nil, err
 		}
 	}
-	for name, h := range hashes {
-		m.discovered[name] = h
+	for name, d := range found {
+		m.discovered[name] = d
 	}
 	for _, s := range starting {
 		m.attempts[s.name]++

@@ -305,3 +305,41 @@ func TestRecordedDiscoveryIsNotRepeated(t *testing.T) {
 		t.Fatalf("provider %q", tl.Provider)
 	}
 }
+
+func TestReconnectFromAnotherSourceRecordsIt(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	cfg := stdio(t, "a", "only=echo")
+	user := events.SourceMeta{Provider: "claude-code", ProviderName: "Claude Code", Path: "/home/u/.claude.json", Level: events.LevelUser}
+	project := events.SourceMeta{Provider: "mcp-json", ProviderName: "Project", Path: "/p/.mcp.json", Level: events.LevelProject}
+	connect := func(src events.SourceMeta) {
+		t.Helper()
+		if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{cfg}, map[string]events.SourceMeta{"a": src}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connect(user)
+	connect(user) // connected: nothing new
+	if got := tool(t, e.m, "mcp_a_echo").Path(); got != "mcp:a via Claude Code" {
+		t.Fatalf("path %q", got)
+	}
+	if err := e.m.DisconnectServer(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	// The same config, now from the project's file.
+	connect(project)
+	if got := tool(t, e.m, "mcp_a_echo").Path(); got != "mcp:a via Project" {
+		t.Fatalf("path after the reconnect %q", got)
+	}
+	if got, want := e.m.Sources()["a"], project; got != want {
+		t.Fatalf("sources %+v", got)
+	}
+	var recorded []events.SourceMeta
+	for _, d := range ofType[*events.ServerDiscovered](e, "s1") {
+		recorded = append(recorded, d.Source)
+	}
+	if !slices.Equal(recorded, []events.SourceMeta{user, project}) {
+		t.Fatalf("ServerDiscovered sources %+v", recorded)
+	}
+	checkReplay(t, e)
+}

@@ -141,7 +141,7 @@ type Manager struct {
 	stopping   bool                         // Close waits for the goroutines; none may start
 	servers    map[string]*server           // pending, connected or being torn down
 	sources    map[string]events.SourceMeta // known before a connect completes
-	discovered map[string]string            // server → config hash recorded in ServerDiscovered
+	discovered map[string]discovery         // server → its latest ServerDiscovered
 	attempts   map[string]int
 	round      int64
 }
@@ -203,7 +203,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		view:       projector.NewToolView(session),
 		servers:    map[string]*server{},
 		sources:    map[string]events.SourceMeta{},
-		discovered: map[string]string{},
+		discovered: map[string]discovery{},
 		attempts:   map[string]int{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -218,6 +218,12 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// discovery is what a server's latest ServerDiscovered recorded of it.
+type discovery struct {
+	hash   string
+	source events.SourceMeta
 }
 
 // viewProjection keeps the manager's view current inside each append. It

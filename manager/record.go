@@ -23,7 +23,7 @@ func (m *Manager) Record(ctx context.Context, evs ...events.Event) error {
 	m.mu.Lock()
 	for _, ev := range evs {
 		if d, ok := ev.(*events.ServerDiscovered); ok {
-			m.discovered[d.Server] = d.ConfigHash
+			m.discovered[d.Server] = discovery{d.ConfigHash, d.Source}
 		}
 	}
 	m.mu.Unlock()
