@@ -54,12 +54,20 @@ func appendHistory(t *testing.T, path, session string, evs ...any) {
 			now = now.Add(v)
 		case events.Event:
 			envs = append(envs, events.MustNew(session, v, now).WithCorrelation(corr))
+		case rawEnvelope:
+			v.Time = now
+			envs = append(envs, v.Envelope)
 		}
 	}
 	if _, err := db.Append(context.Background(), session, store.AnyVersion, envs); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// rawEnvelope is stored as it is, for histories with broken rows.
+type rawEnvelope struct{ events.Envelope }
+
+func goodTime() time.Time { return time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC) }
 
 var goodHistory = []any{
 	&events.SessionStarted{Cwd: "/proj", Gate: 250 * time.Millisecond},

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture"
+)
+
+// Secrets in env values, header values and URL query parameters (token,
+// exaApiKey) reach the servers but never the database file, its WAL, the
+// command's output or its log, whatever the server does with them.
+func TestSecretsNeverReachStoreOrOutput(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	const (
+		envSecret    = "env-secret-1f3a"
+		headerSecret = "header-secret-9c2e"
+		tokenSecret  = "query-token-77ab"
+		exaSecret    = "exa-key-5d10"
+		cmdSecret    = "cmd-output-secret-41"
+	)
+	var mu sync.Mutex
+	var gotAuth string
+	url := fixture.Serve(t, &fixture.HTTPOptions{OnRequest: func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if a := r.Header.Get("Authorization"); a != "" {
+			gotAuth = a
+		}
+	}}, "only=echo")
+	cmd, args := fixture.Command(t, "only=env")
+	servers := map[string]any{
+		"local": map[string]any{"command": cmd, "args": args, "env": map[string]string{
+			"PLAIN_SECRET": envSecret,
+			"FROM_COMMAND": "!echo " + cmdSecret,
+		}},
+		"remote": map[string]any{"type": "http", "url": url + "?token=" + tokenSecret + "&exaApiKey=" + exaSecret,
+			"headers": map[string]string{"Authorization": "Bearer " + headerSecret}},
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(cfg, b, 0o600)
+	db := filepath.Join(t.TempDir(), "e.db")
+
+	var outputs []string
+	code, out, errOut := runCmd(t, "--db", db, "run", "--once", "--cwd", t.TempDir(), "--config", cfg,
+		"--call", "local/env", "--args", `{"name":"FROM_COMMAND"}`)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	outputs = append(outputs, out, errOut)
+	// The servers did receive the resolved values.
+	mu.Lock()
+	if gotAuth != "Bearer "+headerSecret {
+		t.Errorf("server saw Authorization %q", gotAuth)
+	}
+	mu.Unlock()
+	if !strings.Contains(out, cmdSecret) {
+		t.Errorf("the env tool did not see the !command result:\n%s", out)
+	}
+	outputs[0] = strings.ReplaceAll(out, cmdSecret, "") // the tool's own answer, asked for
+
+	for _, args := range [][]string{{"replay", "last"}, {"--json", "replay", "last"}, {"sessions"}, {"--json", "inspect", "last", "--seq", "1000"}, {"discover", "--config", cfg}, {"--json", "discover", "--config", cfg}} {
+		_, o, e := runCmd(t, append([]string{"--db", db}, args...)...)
+		outputs = append(outputs, o, e)
+	}
+	files := ""
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		b, _ := os.ReadFile(f)
+		files += string(b)
+	}
+	if !strings.Contains(files, events.TypeServerDiscovered) {
+		t.Fatal("nothing was recorded")
+	}
+	for _, secret := range []string{envSecret, headerSecret, tokenSecret, exaSecret, cmdSecret} {
+		if strings.Contains(files, secret) {
+			t.Errorf("%s is in the database", secret)
+		}
+		for i, o := range outputs {
+			if strings.Contains(o, secret) {
+				t.Errorf("%s is in output %d:\n%s", secret, i, o)
+			}
+		}
+	}
+}
+
+// A stored row that does not decode is reported by its sequence and type,
+// and every other event stays readable.
+func TestCorruptRowStaysReadable(t *testing.T) {
+	bad := events.MustNew("s", &events.ConnectStarted{Server: "a"}, goodTime())
+	bad.Data = json.RawMessage(`{"server":`)
+	db := writeHistory(t, "s", &events.SessionStarted{Cwd: "/x"}, rawEnvelope{bad}, &events.SessionClosed{Reason: "bye"})
+	code, out, _ := runCmd(t, "--db", db, "replay", "s")
+	if code != 0 || !strings.Contains(out, "SessionStarted") || !strings.Contains(out, "reason=bye") {
+		t.Fatalf("replay: %d\n%s", code, out)
+	}
+	code, out, _ = runCmd(t, "--db", db, "verify", "s")
+	if code != 1 || !strings.Contains(out, "seq 2") || !strings.Contains(out, "ConnectStarted") {
+		t.Fatalf("verify: %d\n%s", code, out)
+	}
+}
