@@ -147,6 +147,7 @@ func (m *Manager) shutdown(s *server, d *events.Disconnected, fromWatcher bool) 
 			lc.proc.terminate() // done by Close already; waits for the reaper
 			d.ExitStatus = lc.proc.exitStatus()
 		}
+		lc.closeIdle()
 	}
 	if !fromWatcher {
 		<-s.watchDone

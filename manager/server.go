@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"time"
@@ -50,6 +51,14 @@ type liveConn struct {
 	proc   *process      // stdio only
 	relist chan struct{} // coalesced tools/list_changed signals (cap 1)
 	res    resolved
+	pool   *http.Transport // HTTP and SSE only
+}
+
+// closeIdle closes the keep-alive connections of an HTTP server's pool.
+func (lc *liveConn) closeIdle() {
+	if lc.pool != nil {
+		lc.pool.CloseIdleConnections()
+	}
 }
 
 // callGroup counts in-flight calls of a server.
@@ -94,10 +103,14 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if st, ok := t.(*stdioTransport); ok {
 		proc = st.proc
 	}
+	if pt, ok := t.(*pooledTransport); ok {
+		lc.pool = pt.pool
+	}
 	if err != nil {
 		if proc != nil {
 			proc.terminate() // normally done by the go-sdk already
 		}
+		lc.closeIdle()
 		if timedOut {
 			err = &scrubbedError{msg: fmt.Sprintf("Connection to MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}
 		}

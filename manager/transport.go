@@ -105,21 +105,34 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 		}
 		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir}, nil
 	case events.TransportHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(res.headers)}, nil
+		client, pool := httpClient(res.headers)
+		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client}, pool: pool}, nil
 	case events.TransportSSE:
-		return &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(res.headers)}}, nil
+		client, pool := httpClient(res.headers)
+		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool}, nil
 	default:
 		return nil, fmt.Errorf("MCP server %q: unknown server type %q", name, t)
 	}
 }
 
-// httpClient returns a client that sets headers on every request. It shares
-// the default transport's connection pool.
-func httpClient(headers map[string]string) *http.Client {
+// httpClient returns a client that sets headers on every request, with a
+// connection pool of its own (settings cloned from the default transport),
+// so a server's teardown can close its keep-alive connections.
+func httpClient(headers map[string]string) (*http.Client, *http.Transport) {
+	pool := http.DefaultTransport.(*http.Transport).Clone()
 	if len(headers) == 0 {
-		return &http.Client{Transport: http.DefaultTransport}
+		return &http.Client{Transport: pool}, pool
 	}
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}}
+	return &http.Client{Transport: &headerTransport{base: pool, headers: headers}}, pool
+}
+
+// pooledTransport is an HTTP transport together with its connection pool.
+// The connection it returns is the inner transport's own (the go-sdk
+// relies on its optional methods); the manager closes the pool's idle
+// connections after closing the session.
+type pooledTransport struct {
+	mcp.Transport
+	pool *http.Transport
 }
 
 // headerTransport adds configured headers to each request.
