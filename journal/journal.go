@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -236,22 +237,19 @@ func (j *Journal) AppendEnvelopes(ctx context.Context, session string, envs []ev
 }
 
 // publish sends each envelope on the bus, logging failures. The payload
-// is the event's JSON data as stored; the other envelope fields travel in
-// the metadata, so nothing is encoded twice.
+// is the event's JSON data as stored; the sequence, type and session are
+// metadata of their own, and the other envelope fields share one more
+// entry, so nothing is encoded twice and the metadata stays small.
 func (j *Journal) publish(envs []events.Envelope) {
 	msgs := make([]*message.Message, len(envs))
 	for i, env := range envs {
 		seq := strconv.FormatUint(env.Seq, 10)
 		msg := message.NewMessage(j.msgPrefix+seq, message.Payload(env.Data))
 		msg.Metadata = message.Metadata{
-			MetaSeq:         seq,
-			MetaType:        env.Type,
-			MetaSession:     env.SessionID,
-			metaStream:      env.Stream,
-			metaVersion:     strconv.FormatUint(env.Version, 10),
-			metaSchema:      strconv.Itoa(env.Schema),
-			metaTime:        strconv.FormatInt(env.Time.UnixNano(), 10),
-			metaCorrelation: env.CorrelationID,
+			MetaSeq:     seq,
+			MetaType:    env.Type,
+			MetaSession: env.SessionID,
+			metaRest:    packRest(env),
 		}
 		msgs[i] = msg
 	}
@@ -260,28 +258,53 @@ func (j *Journal) publish(envs []events.Envelope) {
 	}
 }
 
-// Metadata keys of the other envelope fields.
-const (
-	metaStream      = "mcplife_stream"
-	metaVersion     = "mcplife_version"
-	metaSchema      = "mcplife_schema"
-	metaTime        = "mcplife_time"
-	metaCorrelation = "mcplife_correlation"
-)
+// metaRest holds the envelope fields not in a metadata key of their own:
+// "version schema unixnanos len(stream) " + stream + correlation.
+const metaRest = "mcplife_env"
+
+func packRest(env events.Envelope) string {
+	b := make([]byte, 0, 48+len(env.Stream)+len(env.CorrelationID))
+	b = strconv.AppendUint(b, env.Version, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(env.Schema), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, env.Time.UnixNano(), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(env.Stream)), 10)
+	b = append(b, ' ')
+	b = append(b, env.Stream...)
+	b = append(b, env.CorrelationID...)
+	return string(b)
+}
 
 // envelopeOf rebuilds the envelope a message carries.
 func envelopeOf(msg *message.Message) (events.Envelope, error) {
 	md := msg.Metadata
-	seq, err1 := strconv.ParseUint(md.Get(MetaSeq), 10, 64)
-	version, err2 := strconv.ParseUint(md.Get(metaVersion), 10, 64)
-	schema, err3 := strconv.Atoi(md.Get(metaSchema))
-	nanos, err4 := strconv.ParseInt(md.Get(metaTime), 10, 64)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	bad := func(err error) (events.Envelope, error) {
 		return events.Envelope{}, fmt.Errorf("journal: message %s: %w", msg.UUID, err)
 	}
+	seq, err := strconv.ParseUint(md.Get(MetaSeq), 10, 64)
+	if err != nil {
+		return bad(err)
+	}
+	var nums [4]int64
+	rest := md.Get(metaRest)
+	for i := range nums {
+		field, tail, ok := strings.Cut(rest, " ")
+		if !ok {
+			return bad(errors.New("short envelope metadata"))
+		}
+		if nums[i], err = strconv.ParseInt(field, 10, 64); err != nil {
+			return bad(err)
+		}
+		rest = tail
+	}
+	if nums[0] < 0 || nums[3] < 0 || nums[3] > int64(len(rest)) {
+		return bad(errors.New("bad envelope metadata"))
+	}
 	return events.Envelope{
-		Seq: seq, Stream: md.Get(metaStream), Version: version, Type: md.Get(MetaType), Schema: schema,
-		Time: time.Unix(0, nanos).UTC(), SessionID: md.Get(MetaSession), CorrelationID: md.Get(metaCorrelation),
+		Seq: seq, Stream: rest[:nums[3]], Version: uint64(nums[0]), Type: md.Get(MetaType), Schema: int(nums[1]),
+		Time: time.Unix(0, nums[2]).UTC(), SessionID: md.Get(MetaSession), CorrelationID: rest[nums[3]:],
 		Data: json.RawMessage(msg.Payload),
 	}, nil
 }

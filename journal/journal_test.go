@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
@@ -327,5 +328,27 @@ func TestSubscriptionEndsWithContext(t *testing.T) {
 	sub.Close()
 	if sub.Err() != nil {
 		t.Errorf("Err after cancel = %v", sub.Err())
+	}
+}
+
+// Every envelope field survives the trip over the bus, whatever the
+// session and correlation ids hold.
+func TestBusCarriesWholeEnvelope(t *testing.T) {
+	ctx := t.Context()
+	j, _ := newJournal(t, &journal.Options{Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC) }})
+	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	stored, err := j.AppendCorrelated(ctx, "a session 12", "call 7 x", ev(1), ev(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := receive(t, sub, 2)
+	for i := range stored {
+		if diff := cmp.Diff(stored[i], got[i]); diff != "" {
+			t.Errorf("envelope %d (-stored +received):\n%s", i, diff)
+		}
 	}
 }

@@ -51,6 +51,51 @@ func BenchmarkJournalAppend(b *testing.B) {
 	<-drained
 }
 
+// BenchmarkJournalVsBareInsert alternates one journal append (persist,
+// project, publish to a live subscriber) with one bare single-row insert
+// into the same file, so both see the same disk and load; it reports the
+// rate ratio (journal/bare; target ≥ 0.7).
+func BenchmarkJournalVsBareInsert(b *testing.B) {
+	db := benchOpen(b)
+	insert := bareInsert(b, db)
+	j, err := journal.New(db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	if err := j.Attach(ctx, projector.NewToolCache()); err != nil {
+		b.Fatal(err)
+	}
+	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for range sub.C() {
+		}
+	}()
+	ev := &events.ConnectStarted{Server: "git", Transport: "stdio", Attempt: 1}
+	var journalTime, bareTime time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := j.Append(ctx, "bench", ev); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		insert(ctx, benchEnvelope(i))
+		bareTime += time.Since(t1)
+		journalTime += t1.Sub(t0)
+		i++
+	}
+	b.StopTimer()
+	sub.Close()
+	b.ReportMetric(float64(bareTime)/float64(journalTime), "journal/bare")
+	b.ReportMetric(float64(journalTime.Nanoseconds())/float64(b.N), "ns/journal-append")
+	b.ReportMetric(float64(bareTime.Nanoseconds())/float64(b.N), "ns/bare-insert")
+}
+
 // BenchmarkJournalAppendBatch1000 appends 1,000 events per call through
 // the journal (target: at least 200k events/s).
 func BenchmarkJournalAppendBatch1000(b *testing.B) {
