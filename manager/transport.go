@@ -106,7 +106,7 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir}, nil
 	case events.TransportHTTP:
 		client, pool := httpClient(res.headers)
-		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client}, pool: pool}, nil
+		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries}, pool: pool}, nil
 	case events.TransportSSE:
 		client, pool := httpClient(res.headers)
 		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool}, nil
@@ -114,6 +114,16 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 		return nil, fmt.Errorf("MCP server %q: unknown server type %q", name, t)
 	}
 }
+
+// httpStreamRetries is how often the streamable HTTP transport tries to
+// reopen an interrupted standalone event stream before it fails the
+// session. The go-sdk's default (5, with backoff from 1 s) took about 20 s
+// to notice a server that vanished; one retry survives a single
+// interrupted stream (a proxy resetting an idle connection) and notices a
+// vanished server after the one reconnect delay (1–2 s). The count is not
+// reset by a successful reconnect of a stream without event ids, so a
+// server that keeps closing its stream is dropped either way.
+const httpStreamRetries = 1
 
 // httpClient returns a client that sets headers on every request, with a
 // connection pool of its own (settings cloned from the default transport),

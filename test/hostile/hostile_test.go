@@ -388,6 +388,12 @@ func TestHTTPServerVanishes(t *testing.T) {
 			if d.Reason != events.ReasonTransportClosed || d.Error == "" {
 				t.Fatalf("Disconnected %+v", d)
 			}
+			// The standalone stream is retried once, not the go-sdk's
+			// default five times (about 20 s of backoff), before the
+			// session fails.
+			if transport == events.TransportHTTP && !strings.Contains(d.Error, "after 1 attempts") {
+				t.Errorf("Disconnected error %q: want the stream given up after 1 attempt", d.Error)
+			}
 			r, err := echo.Call(ctx, map[string]any{"text": "gone?"})
 			if err != nil || !r.IsError {
 				t.Fatalf("call after the drop: %+v %v", r, err)
