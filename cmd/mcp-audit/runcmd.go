@@ -117,10 +117,11 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	// Teardown is ours: a Ctrl-C still disconnects every server.
 	defer s.Close(context.WithoutCancel(ctx))
 	res := s.LoadResult()
+	tableLines := 0
 	if !g.json {
 		fmt.Fprintf(g.stdout, "session %s  (store %s)\n", s.ID(), mustPath(g))
 		printGate(g, res)
-		printServers(g, s.Manager().View())
+		tableLines = printServers(g, s.Manager().View())
 	}
 
 	if !o.once {
@@ -128,11 +129,14 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 			if _, err := callTool1(ctx, g, s, callServer, callTool, o.args); err != nil {
 				return err
 			}
+			if g.color && !g.json {
+				tableLines = printServers(g, s.Manager().View()) // redraws start below the call's output
+			}
 		}
-		if !g.json {
+		if !g.json && !g.color {
 			fmt.Fprintln(g.stdout, "\nwatching for changes; Ctrl-C tears everything down")
 		}
-		follow(ctx, g, s, start)
+		follow(ctx, g, s, start, tableLines)
 		if !g.json {
 			fmt.Fprintln(g.stdout, "\ndisconnecting all servers")
 		}
@@ -226,12 +230,19 @@ func settle(ctx context.Context, s *session.Session, limit time.Duration) {
 	}
 }
 
-// follow prints a line whenever a server's status or tool count changes,
-// until ctx ends.
-func follow(ctx context.Context, g *globals, s *session.Session, start time.Time) {
+// follow keeps the server table current until ctx ends: on a terminal it
+// redraws the table in place; otherwise (or with --json) it prints one line
+// per server whose status or tool count changed.
+func follow(ctx context.Context, g *globals, s *session.Session, start time.Time, tableLines int) {
 	last := map[string]string{}
-	snapshot := func() {
-		for _, st := range s.Manager().View().Servers() {
+	update := func() {
+		view := s.Manager().View()
+		if g.color && !g.json {
+			fmt.Fprintf(g.stdout, "\x1b[%dA\x1b[J", tableLines)
+			tableLines = printServers(g, view)
+			return
+		}
+		for _, st := range view.Servers() {
 			line := fmt.Sprintf("%s %d", st.Status, len(st.Tools))
 			if last[st.Name] == line {
 				continue
@@ -253,13 +264,13 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 			last[st.Name] = line
 		}
 	}
-	snapshot()
+	update()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.Changes():
-			snapshot()
+			update()
 		}
 	}
 }
@@ -324,10 +335,14 @@ func printGate(g *globals, res *loader.LoadResult) {
 	}
 }
 
-func printServers(g *globals, view *projector.ToolView) {
+// printServers prints the server table and returns how many lines it took.
+func printServers(g *globals, view *projector.ToolView) int {
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nSERVER\tSTATUS\tTRANSPORT\tSOURCE\tTOOLS\tREADY\tERROR")
-	for _, st := range view.Servers() {
+	// The header's STATUS carries as many invisible colour bytes as the
+	// coloured statuses below it, so the columns stay aligned.
+	fmt.Fprintf(tw, "\nSERVER\t%s\tTRANSPORT\tSOURCE\tTOOLS\tREADY\tERROR\n", g.paint("39", "STATUS"))
+	servers := view.Servers()
+	for _, st := range servers {
 		tools := strconv.Itoa(len(st.Tools))
 		if st.Deferred {
 			tools += " (cached)"
@@ -347,6 +362,7 @@ func printServers(g *globals, view *projector.ToolView) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, g.statusColor(st.Status), st.Transport, source, tools, ready, errText)
 	}
 	tw.Flush()
+	return 2 + len(servers)
 }
 
 func printTools(g *globals, s *session.Session) {
