@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -338,7 +339,7 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 func (m *Manager) run(s *server) {
 	defer close(s.taskDone)
 	r := s.round
-	defer r.settle(s.name, &ServerError{Server: s.name, Op: OpConnect, Err: ErrDisconnected})
+	defer r.settle(s.name, &ServerError{Server: s.name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
 	begin := m.now()
 
 	lc, err := m.connect(s)

@@ -209,6 +209,9 @@ func TestDisconnectAllDuringConnectInFlight(t *testing.T) {
 	if o, err := r.res.Gate.Outcomes["c"], r.res.Errors["c"]; o != events.OutcomeFailed || !errors.Is(err, ErrDisconnected) {
 		t.Fatalf("gate outcome of c %q, error %v", o, err)
 	}
+	if got, want := r.res.Errors["c"].Error(), ErrDisconnected.Error()+": c"; got != want {
+		t.Fatalf("error of c %q, want %q (naming the server)", got, want)
+	}
 	if n := len(e.m.Tools()); n != 0 {
 		t.Fatalf("%d tools after DisconnectAll", n)
 	}
