@@ -206,6 +206,11 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 	switch e := ev.(type) {
 	case *events.ServerDiscovered:
 		s := v.server(e.Server)
+		if s.state.Source != e.Source && len(s.state.Tools) > 0 {
+			// Each exposed tool carries its server's source.
+			v.changed = true
+			v.toolsValid = false
+		}
 		s.state.Source = e.Source
 		s.state.Transport = e.Transport
 		s.state.ConfigHash = e.ConfigHash

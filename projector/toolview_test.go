@@ -353,6 +353,34 @@ func TestToolViewRediscoveryRefilters(t *testing.T) {
 	}
 }
 
+// TestToolViewRediscoveryChangesSource: a server rediscovered from another
+// config file keeps its tools, which now carry the new source.
+func TestToolViewRediscoveryChangesSource(t *testing.T) {
+	r := newRecorder("s", 0)
+	v := NewToolView("s")
+	cfg := events.ServerConfig{Command: "fs"}
+	v.Apply(r.add(discovered("fs", cfg)))
+	v.Apply(r.add(&events.ServerConnected{Server: "fs"}))
+	v.Apply(r.add(listed("fs", []events.ToolDef{{Name: "a"}})))
+	if got := v.Tools(); len(got) != 1 || got[0].Source != srcProject {
+		t.Fatalf("Tools = %+v, want a from the project source", got)
+	}
+	before := v.Version()
+	srcUser := events.SourceMeta{Provider: "claude-code", ProviderName: "Claude Code", Path: "/home/u/.claude.json", Level: events.LevelUser}
+	d := discovered("fs", cfg)
+	d.Source = srcUser
+	v.Apply(r.add(d))
+	if v.Version() == before {
+		t.Error("Version did not move when the tools' source changed")
+	}
+	if got := v.Tools(); len(got) != 1 || got[0].Source != srcUser {
+		t.Errorf("Tools = %+v, want a from the user source", got)
+	}
+	if st, _ := v.Server("fs"); st.Source != srcUser {
+		t.Errorf("server source %+v, want %+v", st.Source, srcUser)
+	}
+}
+
 func TestToolViewVersion(t *testing.T) {
 	r := newRecorder("s", 0)
 	v := NewToolView("s")
