@@ -101,7 +101,13 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 	defer closeStore()
 
-	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Warnings (late failures, drops) go to stderr, except on a terminal,
+	// where the redrawn table shows them and a log line would break it.
+	level := slog.LevelWarn
+	if g.color {
+		level = slog.LevelError
+	}
+	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 	if g.json {
 		logger = slog.New(slog.DiscardHandler)
 	}
