@@ -331,6 +331,13 @@ func printGate(g *globals, res *loader.LoadResult) {
 		return
 	}
 	gate := res.Connect.Gate
+	if gate.Round == 0 {
+		fmt.Fprintln(g.stdout, "no server to connect")
+		for _, e := range res.Errors {
+			fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), e.Path, firstLine(e.Error))
+		}
+		return
+	}
 	var parts []string
 	for _, name := range sortedKeys(gate.Outcomes) {
 		parts = append(parts, name+"="+g.statusColor(gate.Outcomes[name]))
