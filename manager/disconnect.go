@@ -190,7 +190,11 @@ func (m *Manager) finish(servers []*server, discs []*events.Disconnected, correl
 func (m *Manager) watch(s *server, lc *liveConn) {
 	defer close(s.watchDone)
 	waited := make(chan error, 1)
-	go func() { waited <- lc.cs.Wait() }() // ends when the session closes; every teardown closes it
+	go func() { // ends when the session closes; every teardown closes it
+		err := lc.cs.Wait()
+		close(lc.ended)
+		waited <- err
+	}()
 	var exited <-chan struct{}
 	if lc.proc != nil {
 		exited = lc.proc.exited

@@ -224,3 +224,33 @@ func TestDisconnectAllDuringConnectInFlight(t *testing.T) {
 	checkConnectedAgain(t, e, "c", []string{"ServerDiscovered", "ConnectStarted", "ServerConnected",
 		"Disconnected/requested", "ConnectStarted", "ServerConnected", "ToolsListed/initial"}, "mcp_a_echo", "mcp_c_add")
 }
+
+// A call cut off by a crashing server fails with the manager's own
+// disconnected text even when the go-sdk's failure of the call (EOF)
+// arrives before the drop watcher has noticed the end of the connection.
+func TestCallFailsDisconnectedBeforeTheWatcherNotices(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	sc := newScheduler(e.m)
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "crashy", "only=crash")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	release := sc.hold(t, "watch.ended", "crashy")
+	r, err := tool(t, e.m, "mcp_crashy_crash").Call(ctx, map[string]any{"code": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ErrorPrefix + ErrDisconnected.Error() + ": crashy"; r.Text() != want {
+		t.Errorf("call text %q, want %q", r.Text(), want)
+	}
+	select {
+	case <-sc.at("watch.ended", "crashy"):
+	case <-ctx.Done():
+		t.Fatal("the watcher did not notice the crash")
+	}
+	release()
+	fin := ofType[*events.ToolCallFinished](e, "s1")
+	if len(fin) != 1 || fin[0].Error != r.Text() {
+		t.Errorf("ToolCallFinished %+v, want the error %q", fin, r.Text())
+	}
+}

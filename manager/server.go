@@ -50,6 +50,7 @@ type liveConn struct {
 	cs     *mcp.ClientSession
 	proc   *process      // stdio only
 	relist chan struct{} // coalesced tools/list_changed signals (cap 1)
+	ended  chan struct{} // closed when the session's Wait returned
 	res    resolved
 	pool   *http.Transport // HTTP and SSE only
 }
@@ -77,7 +78,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if err != nil {
 		return nil, m.connectError(s, res, nil, err)
 	}
-	lc := &liveConn{relist: make(chan struct{}, 1), res: res}
+	lc := &liveConn{relist: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, &mcp.ClientOptions{
 		Logger: m.log,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {

@@ -39,12 +39,6 @@
 // server, and a teardown's Disconnected events likewise; nothing is
 // reordered by the harness.
 //
-// One text is normalised: a call cut off by a dropped transport fails with
-// "MCP error: MCP server disconnected: <server>" when the manager noticed
-// the drop first, and with the go-sdk's text ("MCP error: calling
-// \"tools/call\": EOF") when the go-sdk returned first. Which comes first
-// is a race inside the manager, so the files show the former for both.
-//
 // A short startup gate is used only while every server of the round is
 // blocked, so the gate elapsing is forced. A server that is still pending
 // at the gate without a cached list is "awaited"; the manager records

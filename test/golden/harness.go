@@ -592,7 +592,7 @@ func (r *runner) act(s Step) ([]string, error) {
 		if err != nil {
 			return []string{"error: " + err.Error()}, nil
 		}
-		return []string{formatCall(tool.Server, res)}, nil
+		return []string{formatCall(res)}, nil
 	case "release":
 		for _, name := range s.Args {
 			r.gateNamed(name).Release()
@@ -777,9 +777,6 @@ func (r *runner) eventLines(history []events.Envelope) []string {
 			line += " [" + corr[id] + "]"
 		}
 		ev, err := events.Decode(env)
-		if fin, ok := ev.(*events.ToolCallFinished); ok {
-			fin.Error = dropText(fin.Server, fin.Error)
-		}
 		if err != nil {
 			line += " (undecodable: " + err.Error() + ")"
 		} else if d := events.Describe(ev); d != "" {
@@ -918,11 +915,8 @@ func (r *runner) formatConnect(res *manager.ConnectResult, err error) []string {
 	return out
 }
 
-func formatCall(server string, res *manager.CallResult) string {
+func formatCall(res *manager.CallResult) string {
 	text := res.Text()
-	if res.IsError {
-		text = dropText(server, text)
-	}
 	if len(text) > 300 {
 		text = text[:300] + fmt.Sprintf("…(%d bytes)", len(text))
 	}
@@ -931,24 +925,6 @@ func formatCall(server string, res *manager.CallResult) string {
 		s += " structured=" + string(res.StructuredContent)
 	}
 	return s
-}
-
-// transportEnded matches the go-sdk's texts for a call whose connection
-// ended under it.
-var transportEnded = regexp.MustCompile(`^` + regexp.QuoteMeta(manager.ErrorPrefix) +
-	`(connection closed: )?calling "tools/call": (EOF|client is closing|server is closing|.*broken pipe|.*file already closed)$`)
-
-// dropText normalises the error text of a call cut off by a dropped
-// transport. The manager reports such a call as "MCP error: MCP server
-// disconnected: <server>" when it noticed the drop before the go-sdk
-// returned the call's error, and with the go-sdk's text (…EOF) otherwise;
-// which comes first is a race, so the golden files show the manager's own
-// text for both. Any other text is kept as it is.
-func dropText(server, text string) string {
-	if transportEnded.MatchString(text) {
-		return manager.ErrorPrefix + manager.ErrDisconnected.Error() + ": " + server
-	}
-	return text
 }
 
 func errText(err error) string {
