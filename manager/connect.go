@@ -301,8 +301,8 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	}
 	r.outcome = maps.Clone(outcomes)
 	r.emitMu.Unlock()
-	if m.afterSnapshot != nil {
-		m.afterSnapshot(r.id, maps.Clone(outcomes))
+	if m.opts.OnGate != nil {
+		m.opts.OnGate(GateOutcome{Round: r.id, Gate: m.opts.Gate, Outcomes: maps.Clone(outcomes)})
 	}
 
 	for len(awaited) > 0 && ctxErr == nil {

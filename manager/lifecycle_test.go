@@ -130,11 +130,10 @@ func TestFailingServersAreIsolated(t *testing.T) {
 }
 
 func TestGateAwaitsPendingServerWithoutCache(t *testing.T) {
-	e := newEnv(t, &Options{Gate: 1})
+	snap := make(chan map[string]string, 1)
+	e := newEnv(t, &Options{Gate: 1, OnGate: func(g GateOutcome) { snap <- g.Outcomes }})
 	ctx := testCtx(t)
 	g := fixture.NewGate(t)
-	snap := make(chan map[string]string, 1)
-	e.m.afterSnapshot = func(_ int64, o map[string]string) { snap <- o }
 	go func() {
 		o := <-snap
 		if o["slow"] != events.OutcomeAwaited {

@@ -65,6 +65,14 @@ type Options struct {
 	// ClientName and ClientVersion are sent in initialize (default
 	// "mcplife", "0.1.0").
 	ClientName, ClientVersion string
+	// OnGate, when set, is called once per connect round when the startup
+	// gate has decided every server's outcome (ready, failed, deferred or
+	// awaited), before ConnectServers waits for the awaited ones and before
+	// StartupGateElapsed is recorded. Its Elapsed is zero (the gate has
+	// not finished); Outcomes is the caller's to keep. It is called from
+	// the goroutine of the ConnectServers (or Reload) call that started
+	// the round, so it must not block and must not call the manager.
+	OnGate func(GateOutcome)
 }
 
 // ConnectResult is what [Manager.ConnectServers] returns at the gate.
@@ -115,9 +123,6 @@ type Manager struct {
 	cache   *projector.ToolCache
 	dial    dialer
 	now     func() time.Time
-	// afterSnapshot, when set (tests), is called once the gate decided
-	// the outcome of every server of a round.
-	afterSnapshot func(round int64, outcomes map[string]string)
 	// sched, when set (tests), is called at the lifecycle's scheduling
 	// points (see yield) to vary or hold the interleaving there.
 	sched func(point, server string)

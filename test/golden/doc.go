@@ -42,8 +42,9 @@
 // A short startup gate is used only while every server of the round is
 // blocked, so the gate elapsing is forced. A server that is still pending
 // at the gate without a cached list is "awaited"; the manager records
-// nothing at that moment, so the harness notices the gate's clock reading
-// instead ("wait-gate") before the script releases the server.
+// nothing at that moment, so the harness notices the gate's decision
+// through manager.Options.OnGate instead ("wait-gate") before the script
+// releases the server.
 //
 // # Script steps
 //
@@ -58,7 +59,7 @@
 //	reached GATE [N]        wait until servers reached the gate N times (default 1)
 //	wait TYPE [SERVER] [#N] wait for the first such event after the latest action
 //	                        step began, or for the N-th of the session
-//	wait-gate               wait until the startup gate of the latest connect elapsed
+//	wait-gate               wait until the startup gate of the latest connect decided its outcomes
 //	watch-status NAME S     wait through Manager.Watch until NAME has status S
 //	tools, status NAME...   print the tool view or statuses
 //	async ID: STEP          run STEP in the background

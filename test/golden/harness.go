@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,6 +237,7 @@ type runner struct {
 	j       *journal.Journal
 	m       *manager.Manager
 	clock   *clock
+	decided *gateLog
 	rec     *recorder
 	logs    *logRecorder
 	cwd     string
@@ -250,7 +250,7 @@ type runner struct {
 	// mark is the last sequence recorded when the latest action step
 	// began; "wait" without "#N" looks at later events only.
 	mark uint64
-	// gateMark is the clock's gate-read count when the latest connect or
+	// gateMark is the number of decided gates when the latest connect or
 	// reload began.
 	gateMark int64
 	async    map[string]*pending
@@ -283,7 +283,8 @@ func newRunner(t *testing.T, cfg Config) *runner {
 		t:       t,
 		ctx:     ctx,
 		st:      memory.New(),
-		clock:   newClock(),
+		clock:   &clock{},
+		decided: newGateLog(),
 		logs:    newLogRecorder(),
 		cwd:     t.TempDir(),
 		gates:   map[string]*fixture.Gate{},
@@ -370,6 +371,7 @@ func newRunner(t *testing.T, cfg Config) *runner {
 		Cwd:    r.cwd,
 		Gate:   r.gate,
 		Logger: slog.New(r.logs),
+		OnGate: r.decided.add,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -500,7 +502,7 @@ func (r *runner) do(s Step) ([]string, error) {
 			r.mark = r.lastSeq()
 		}
 		if inner.Verb == "connect" || inner.Verb == "reload" || inner.Verb == "reload-failing" {
-			r.gateMark = r.clock.gateReadCount()
+			r.gateMark = r.decided.count()
 		}
 		p := &pending{step: inner, done: make(chan struct{})}
 		r.async[id] = p
@@ -530,7 +532,7 @@ func (r *runner) do(s Step) ([]string, error) {
 		return append([]string{"(" + p.step.Line + ")"}, p.out...), nil
 	}
 	if s.Verb == "connect" || s.Verb == "reload" || s.Verb == "reload-failing" {
-		r.gateMark = r.clock.gateReadCount()
+		r.gateMark = r.decided.count()
 	}
 	return r.act(s)
 }
@@ -613,7 +615,7 @@ func (r *runner) act(s Step) ([]string, error) {
 	case "wait":
 		return nil, r.wait(ctx, s)
 	case "wait-gate":
-		return nil, r.clock.waitGateRead(ctx, r.gateMark)
+		return nil, r.decided.wait(ctx, r.gateMark)
 	case "tools":
 		return r.toolLines(), nil
 	case "status":
@@ -988,76 +990,61 @@ func (n *normalizer) text(s string) string {
 // clock is the injected clock: every reading is one millisecond after the
 // previous one, from a fixed epoch, so times and durations in the store do
 // not depend on the machine.
-//
-// It also notes the readings taken by the manager's startup gate. The gate
-// reads the clock when it takes its snapshot of the round's pending servers
-// (to look each one up in the tool cache), while it holds every server of
-// the round from recording an outcome. A script that waits for that
-// reading ("wait-gate") and only then releases a blocked server forces the
-// outcome "awaited": the manager records nothing observable at the
-// snapshot itself.
 type clock struct {
-	mu        sync.Mutex
-	ticks     int64
-	gateReads int64
-	changed   chan struct{}
+	mu    sync.Mutex
+	ticks int64
 }
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func newClock() *clock { return &clock{changed: make(chan struct{})} }
-
 func (c *clock) now() time.Time {
-	fromGate := calledFromGate()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ticks++
-	if fromGate {
-		c.gateReads++
-		close(c.changed)
-		c.changed = make(chan struct{})
-	}
 	return epoch.Add(time.Duration(c.ticks) * time.Millisecond)
 }
 
-func (c *clock) gateReadCount() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gateReads
+// gateLog counts the startup gates that decided their outcomes
+// (manager.Options.OnGate). A script that waits for the gate of its
+// latest connect ("wait-gate") and only then releases a blocked server
+// forces the outcome "awaited": the manager records nothing observable
+// at that moment.
+type gateLog struct {
+	mu      sync.Mutex
+	n       int64
+	changed chan struct{}
 }
 
-// waitGateRead waits until the gate has read the clock more than after
-// times in total.
-func (c *clock) waitGateRead(ctx context.Context, after int64) error {
+func newGateLog() *gateLog { return &gateLog{changed: make(chan struct{})} }
+
+// add is the manager's OnGate hook; it does not block.
+func (g *gateLog) add(manager.GateOutcome) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n++
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+func (g *gateLog) count() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// wait waits until more than after gates decided in total.
+func (g *gateLog) wait(ctx context.Context, after int64) error {
 	for {
-		c.mu.Lock()
-		n, changed := c.gateReads, c.changed
-		c.mu.Unlock()
+		g.mu.Lock()
+		n, changed := g.n, g.changed
+		g.mu.Unlock()
 		if n > after {
 			return nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("the startup gate did not read the clock (the harness recognises it by the caller %s; was it renamed?): %w", gateFunc, ctx.Err())
-		}
-	}
-}
-
-// gateFunc is the manager function that decides a round's gate outcomes.
-const gateFunc = "/manager.(*Manager).gate"
-
-func calledFromGate() bool {
-	var pcs [8]uintptr
-	n := runtime.Callers(3, pcs[:])
-	frames := runtime.CallersFrames(pcs[:n])
-	for {
-		f, more := frames.Next()
-		if strings.HasSuffix(f.Function, gateFunc) {
-			return true
-		}
-		if !more {
-			return false
+			return fmt.Errorf("the startup gate did not decide: %w", ctx.Err())
 		}
 	}
 }
