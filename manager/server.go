@@ -78,6 +78,9 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if err != nil {
 		return nil, m.connectError(s, res, nil, err)
 	}
+	if st, ok := t.(*stdioTransport); ok {
+		st.log = m.log.With("server", s.name)
+	}
 	lc := &liveConn{relist: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, &mcp.ClientOptions{
 		Logger: m.log,

@@ -168,7 +168,8 @@ type stdioTransport struct {
 	env     []string
 	dir     string
 
-	proc *process // set by Connect
+	log  *slog.Logger // the server's logger (nil: discard)
+	proc *process     // set by Connect
 }
 
 // Connect starts the process. It is called once, by the go-sdk client.
@@ -181,15 +182,23 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, fmt.Errorf("start %q: %w", t.command, err)
 	}
 	t.proc = p
-	return (&mcp.IOTransport{Reader: stdoutReader{p}, Writer: stdinWriter{p}}).Connect(ctx)
+	log := t.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return (&mcp.IOTransport{Reader: stdoutReader{p, newJSONLines(p.stdout, log)}, Writer: stdinWriter{p}}).Connect(ctx)
 }
 
-// stdoutReader reads the child's stdout. Its Close does nothing: the
-// connection's Close closes the reader first and the writer second, and
-// the writer's Close (the teardown) closes stdout once the group is gone.
-type stdoutReader struct{ p *process }
+// stdoutReader reads the child's stdout, skipping lines that are not JSON
+// (see [jsonLines]). Its Close does nothing: the connection's Close closes
+// the reader first and the writer second, and the writer's Close (the
+// teardown) closes stdout once the group is gone.
+type stdoutReader struct {
+	p     *process
+	lines *jsonLines
+}
 
-func (r stdoutReader) Read(b []byte) (int, error) { return r.p.stdout.Read(b) }
+func (r stdoutReader) Read(b []byte) (int, error) { return r.lines.Read(b) }
 func (r stdoutReader) Close() error               { return nil }
 
 // stdinWriter writes the child's stdin; its Close tears the process down.
