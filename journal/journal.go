@@ -112,6 +112,11 @@ type Journal struct {
 	// msgPrefix makes message ids unique across journals: prefix + seq.
 	msgPrefix string
 
+	// pubq carries stored batches to publishLoop, which publishes them off
+	// the appender's path; pubDone is closed when the loop has ended.
+	pubq    chan []events.Envelope
+	pubDone chan struct{}
+
 	// mu serialises appends and guards the fields below.
 	mu          sync.Mutex
 	closed      bool
@@ -150,6 +155,8 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		now:             o.Now,
 		checkpointEvery: o.CheckpointEvery,
 		msgPrefix:       watermill.NewShortUUID() + "-",
+		pubq:            make(chan []events.Envelope, 1024),
+		pubDone:         make(chan struct{}),
 	}
 	if j.pub == nil {
 		gc := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
@@ -167,6 +174,7 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 	if j.checkpointEvery == 0 {
 		j.checkpointEvery = DefaultCheckpointEvery
 	}
+	go j.publishLoop()
 	return j, nil
 }
 
@@ -177,9 +185,12 @@ func (j *Journal) Store() store.Store { return j.st }
 func (j *Journal) Now() time.Time { return j.now() }
 
 // Append records evs in session's stream (the stream is the session id),
-// applies them to the attached projections, then publishes them. It returns
-// the stored envelopes. A publish failure is logged, not returned: the
-// events are stored, and subscribers catch up from the store.
+// applies them to the attached projections, and queues them for
+// publishing. It returns the stored envelopes once they are stored and
+// projected; the journal's own goroutine publishes them, in sequence order,
+// right after (Close waits until everything queued is published). A
+// publish failure is logged, not returned: the events are stored, and
+// subscribers catch up from the store.
 func (j *Journal) Append(ctx context.Context, session string, evs ...events.Event) ([]events.Envelope, error) {
 	return j.AppendCorrelated(ctx, session, "", evs...)
 }
@@ -230,10 +241,20 @@ func (j *Journal) AppendEnvelopes(ctx context.Context, session string, envs []ev
 		}
 		j.maybeCheckpoint(ctx, a, false)
 	}
+	// Queued under j.mu, so batches are published in sequence order.
+	j.pubq <- stored
 	j.mu.Unlock()
-
-	j.publish(stored)
 	return stored, nil
+}
+
+// publishLoop publishes queued batches in order until the queue closes.
+// It is owned by the journal: Close closes the queue and waits for it, so
+// everything appended before Close is published.
+func (j *Journal) publishLoop() {
+	defer close(j.pubDone)
+	for envs := range j.pubq {
+		j.publish(envs)
+	}
 }
 
 // publish sends each envelope on the bus, logging failures. The payload
@@ -398,7 +419,9 @@ func (j *Journal) Close() error {
 		j.maybeCheckpoint(context.Background(), a, true)
 	}
 	j.closed = true
+	close(j.pubq) // no append can queue any more: they check closed under j.mu
 	j.mu.Unlock()
+	<-j.pubDone
 	if j.ownBus {
 		return j.pub.Close()
 	}
