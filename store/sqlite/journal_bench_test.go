@@ -11,44 +11,32 @@ import (
 	"github.com/mcplife/mcplife/projector"
 )
 
-// BenchmarkJournalAppend measures the whole append path of SPEC §11 —
-// persist in SQLite, apply the attached tool-cache projection, publish on
-// the default gochannel bus to a live subscriber — one event per append.
-// Compare with BenchmarkBareInsert in the same run (target: at least 0.7×
-// its rate).
-func BenchmarkJournalAppend(b *testing.B) {
-	db := benchOpen(b)
+// benchJournal returns a journal on db with the tool cache attached and,
+// when subscribed, a live subscriber draining every event, as in a running
+// session; everything is closed when the benchmark ends.
+func benchJournal(b *testing.B, db *DB, subscribed bool) *journal.Journal {
+	b.Helper()
 	j, err := journal.New(db, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer j.Close()
 	ctx := context.Background()
 	if err := j.Attach(ctx, projector.NewToolCache()); err != nil {
 		b.Fatal(err)
 	}
-	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	drained := make(chan int)
-	go func() {
-		n := 0
-		for range sub.C() {
-			n++
-		}
-		drained <- n
-	}()
-	ev := &events.ConnectStarted{Server: "git", Transport: "stdio", Attempt: 1}
-	for b.Loop() {
-		if _, err := j.Append(ctx, "bench", ev); err != nil {
+	if subscribed {
+		sub, err := j.Subscribe(ctx, journal.SubscribeOptions{})
+		if err != nil {
 			b.Fatal(err)
 		}
+		go func() {
+			for range sub.C() {
+			}
+		}()
+		b.Cleanup(sub.Close)
 	}
-	reportRate(b, 1)
-	b.StopTimer()
-	sub.Close()
-	<-drained
+	b.Cleanup(func() { j.Close() })
+	return j
 }
 
 // BenchmarkJournalVsBareInsert alternates one journal append (persist,
@@ -58,23 +46,8 @@ func BenchmarkJournalAppend(b *testing.B) {
 func BenchmarkJournalVsBareInsert(b *testing.B) {
 	db := benchOpen(b)
 	insert := bareInsert(b, db)
-	j, err := journal.New(db, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer j.Close()
+	j := benchJournal(b, db, true)
 	ctx := context.Background()
-	if err := j.Attach(ctx, projector.NewToolCache()); err != nil {
-		b.Fatal(err)
-	}
-	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		for range sub.C() {
-		}
-	}()
 	ev := &events.ConnectStarted{Server: "git", Transport: "stdio", Attempt: 1}
 	var journalTime, bareTime time.Duration
 	i := 0
@@ -89,8 +62,6 @@ func BenchmarkJournalVsBareInsert(b *testing.B) {
 		journalTime += t1.Sub(t0)
 		i++
 	}
-	b.StopTimer()
-	sub.Close()
 	b.ReportMetric(float64(bareTime)/float64(journalTime), "journal/bare")
 	b.ReportMetric(float64(journalTime.Nanoseconds())/float64(b.N), "ns/journal-append")
 	b.ReportMetric(float64(bareTime.Nanoseconds())/float64(b.N), "ns/bare-insert")
@@ -99,16 +70,8 @@ func BenchmarkJournalVsBareInsert(b *testing.B) {
 // BenchmarkJournalAppendBatch1000 appends 1,000 events per call through
 // the journal (target: at least 200k events/s).
 func BenchmarkJournalAppendBatch1000(b *testing.B) {
-	db := benchOpen(b)
-	j, err := journal.New(db, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer j.Close()
+	j := benchJournal(b, benchOpen(b), false)
 	ctx := context.Background()
-	if err := j.Attach(ctx, projector.NewToolCache()); err != nil {
-		b.Fatal(err)
-	}
 	batch := make([]events.Event, 1000)
 	for i := range batch {
 		batch[i] = &events.ToolCallFinished{Server: "git", Tool: "status"}
