@@ -53,6 +53,8 @@ type liveConn struct {
 	ended  chan struct{} // closed when the session's Wait returned
 	res    resolved
 	pool   *http.Transport // HTTP and SSE only
+	// progress routes progress notifications to the calls that asked.
+	progress progressTokens
 }
 
 // closeIdle closes the keep-alive connections of an HTTP server's pool.
@@ -83,7 +85,8 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	lc := &liveConn{relist: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, &mcp.ClientOptions{
-		Logger: m.log,
+		Logger:                      m.log,
+		ProgressNotificationHandler: lc.progress.notify,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case lc.relist <- struct{}{}:

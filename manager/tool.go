@@ -171,7 +171,13 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	if raw, ok := args.(json.RawMessage); ok && len(raw) == 0 {
 		args = nil
 	}
-	r, cerr := lc.cs.CallTool(cctx, &mcp.CallToolParams{Name: t.Original, Arguments: args})
+	params := &mcp.CallToolParams{Name: t.Original, Arguments: args}
+	if fn, ok := ctx.Value(progressKey{}).(func(Progress)); ok && fn != nil {
+		forget := lc.progress.register(params, fn)
+		// The go-sdk may deliver a notification just after the result.
+		defer time.AfterFunc(progressGrace, forget)
+	}
+	r, cerr := lc.cs.CallTool(cctx, params)
 	if cerr != nil {
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()

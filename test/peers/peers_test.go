@@ -13,6 +13,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/lifecycletest"
 	"github.com/mcplife/mcplife/internal/peers"
+	"github.com/mcplife/mcplife/manager"
 )
 
 // launch is one way of starting a stdio peer.
@@ -75,10 +76,22 @@ func checkEverything(ctx context.Context, t *testing.T, e *env, server string) {
 	if res := e.call(ctx, server, "get-sum", map[string]any{"a": 2, "b": 40}); !strings.Contains(res.Text(), "42") {
 		t.Errorf("get-sum = %q", res.Text())
 	}
-	// The operation reports progress when a request carries a progress
-	// token; the manager sends none, so the call simply completes.
-	if res := e.call(ctx, server, "trigger-long-running-operation", map[string]any{"duration": 0.2, "steps": 2}); !strings.Contains(res.Text(), "completed") {
+	// The operation reports progress when the call carries a progress
+	// token, which a call under manager.WithProgress does.
+	progress := make(chan manager.Progress, 8)
+	pctx := manager.WithProgress(ctx, func(p manager.Progress) { progress <- p })
+	if res := e.call(pctx, server, "trigger-long-running-operation", map[string]any{"duration": 0.2, "steps": 2}); !strings.Contains(res.Text(), "completed") {
 		t.Errorf("trigger-long-running-operation = %q", res.Text())
+	}
+	for n := 0; n < 2; n++ {
+		select {
+		case p := <-progress:
+			if p.Total != 2 {
+				t.Errorf("progress %+v, want a total of 2", p)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d of 2 progress notifications arrived", n)
+		}
 	}
 	// The manager advertises roots and answers roots/list with its cwd.
 	if slices.Contains(names, "get-roots-list") {
