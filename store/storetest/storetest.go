@@ -539,16 +539,14 @@ func testConcurrentAppend(t *testing.T, s store.Store) {
 	}
 }
 
-func testReadAfterCancel(t *testing.T, s store.Store) {
-	ctx := testCtx(t)
-	mustAppend(t, s, "a", store.NoStream, envs("A", 0, 10))
-
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
+// readsFailWith checks that every read of s under ctx yields exactly one
+// item: an error wrapping want.
+func readsFailWith(t *testing.T, s store.Store, ctx context.Context, want error, when string) {
+	t.Helper()
 	reads := map[string]func(yield func(any, error) bool){
-		"ReadAll":    anySeq(s.ReadAll(cancelled, 0)),
-		"ReadStream": anySeq(s.ReadStream(cancelled, "a", 0)),
-		"Streams":    anySeq(s.Streams(cancelled)),
+		"ReadAll":    anySeq(s.ReadAll(ctx, 0)),
+		"ReadStream": anySeq(s.ReadStream(ctx, "a", 0)),
+		"Streams":    anySeq(s.Streams(ctx)),
 	}
 	for name, seq := range reads {
 		n := 0
@@ -557,10 +555,19 @@ func testReadAfterCancel(t *testing.T, s store.Store) {
 			n++
 			last = err
 		}
-		if n != 1 || !errors.Is(last, context.Canceled) {
-			t.Errorf("%s with a cancelled context: %d items, last error %v; want one item with context.Canceled", name, n, last)
+		if n != 1 || !errors.Is(last, want) {
+			t.Errorf("%s %s: %d items, last error %v; want one item with %v", name, when, n, last, want)
 		}
 	}
+}
+
+func testReadAfterCancel(t *testing.T, s store.Store) {
+	ctx := testCtx(t)
+	mustAppend(t, s, "a", store.NoStream, envs("A", 0, 10))
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	readsFailWith(t, s, cancelled, context.Canceled, "with a cancelled context")
 	if _, err := s.LastSeq(cancelled); !errors.Is(err, context.Canceled) {
 		t.Errorf("LastSeq with a cancelled context: %v, want context.Canceled", err)
 	}
@@ -765,22 +772,7 @@ func testClosed(t *testing.T, s store.Store, snapshots bool) {
 	if _, err := s.LastSeq(ctx); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("LastSeq after Close: %v, want ErrClosed", err)
 	}
-	reads := map[string]func(yield func(any, error) bool){
-		"ReadAll":    anySeq(s.ReadAll(ctx, 0)),
-		"ReadStream": anySeq(s.ReadStream(ctx, "a", 0)),
-		"Streams":    anySeq(s.Streams(ctx)),
-	}
-	for name, seq := range reads {
-		n := 0
-		var last error
-		for _, err := range seq {
-			n++
-			last = err
-		}
-		if n != 1 || !errors.Is(last, store.ErrClosed) {
-			t.Errorf("%s after Close: %d items, last error %v; want one item with ErrClosed", name, n, last)
-		}
-	}
+	readsFailWith(t, s, ctx, store.ErrClosed, "after Close")
 	if !snapshots {
 		return
 	}
