@@ -14,6 +14,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/projector"
+	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/memory"
 	"github.com/mcplife/mcplife/verify"
 )
@@ -57,22 +58,36 @@ func (ms *memServers) dial(name string, cfg events.ServerConfig, _ resolved, _ s
 	return ct, nil
 }
 
+// memJournal returns a journal on st; the caller closes it.
+func memJournal(t *testing.T, st store.Store) *journal.Journal {
+	t.Helper()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// memManager returns a manager of session "s" on j; the caller closes it.
+func memManager(t *testing.T, j *journal.Journal) *Manager {
+	t.Helper()
+	m, err := New(j, "s", &Options{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestGateOnFakeClock checks on a fake clock that the gate returns after
 // exactly 250 ms with the cached tools of every held server, and that a
 // server without a cache is awaited.
 func TestGateOnFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		j, err := journal.New(memory.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := memJournal(t, memory.New())
 		defer j.Close()
 		ms := &memServers{release: make(chan struct{})}
-		m, err := New(j, "s", &Options{Cwd: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := memManager(t, j)
 		m.dial = ms.dial
 		var configs []events.ServerConfig
 		for i := range 20 {
@@ -144,17 +159,11 @@ func TestGateOnFakeClock(t *testing.T) {
 func TestDefaultTimeoutOnFakeClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		j, err := journal.New(memory.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := memJournal(t, memory.New())
 		defer j.Close()
 		ms := &memServers{release: make(chan struct{})}
 		defer close(ms.release)
-		m, err := New(j, "s", &Options{Cwd: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := memManager(t, j)
 		m.dial = ms.dial
 		start := time.Now()
 		res, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "stuck", Command: "hang-init"}}, nil)
@@ -182,15 +191,9 @@ func TestReloadKeepsCachedToolsOfServerConnectedAtGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		j, err := journal.New(st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := memJournal(t, st)
 		defer j.Close()
-		m, err := New(j, "s", &Options{Cwd: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := memManager(t, j)
 		ms := &memServers{release: make(chan struct{})}
 		m.dial = ms.dial
 		defer m.Close(ctx)
