@@ -147,16 +147,25 @@ func (c ServerConfig) Redact() ServerConfig {
 	return r
 }
 
-// credentialParam matches query-parameter names that look like credentials.
-var credentialParam = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|auth|credential|session|signature|sig$|bearer|cookie)`)
+// credentialParam matches query-parameter, header and variable names that
+// look like credentials: GITHUB_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY,
+// GITHUB_PAT, DB_PASSWORD, PGPASS, DATABASE_DSN, apiKey, access_token, ….
+var credentialParam = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|passphrase|auth|credential|session|signature|sig$|bearer|cookie|(^|[_.-])pat$|(^|[_.-]|^pg)pass$|dsn$|conn(ection)?_?str)`)
 
 // IsCredentialName reports whether a parameter, header or variable name
 // looks like it carries a credential.
-func IsCredentialName(name string) bool { return credentialParam.MatchString(name) }
+// The shell's PWD and OLDPWD are working directories, not passwords.
+func IsCredentialName(name string) bool {
+	if strings.EqualFold(name, "PWD") || strings.EqualFold(name, "OLDPWD") {
+		return false
+	}
+	return credentialParam.MatchString(name)
+}
 
 // RedactURL replaces the values of credential-like query parameters and any
 // user info of raw with [Redacted]. Strings that do not parse as URLs are
-// passed through [RedactText].
+// passed through [RedactText]. A URL with nothing to redact is returned as
+// written, so ${VAR} references in it stay readable.
 func RedactURL(raw string) string {
 	if raw == "" {
 		return raw
@@ -165,11 +174,18 @@ func RedactURL(raw string) string {
 	if err != nil || u.Scheme == "" {
 		return RedactText(raw)
 	}
+	changed := false
 	if u.User != nil {
 		u.User = url.User(Redacted)
+		changed = true
 	}
 	if u.RawQuery != "" {
-		u.RawQuery = redactQuery(u.RawQuery)
+		if q := redactQuery(u.RawQuery); q != u.RawQuery {
+			u.RawQuery, changed = q, true
+		}
+	}
+	if !changed {
+		return raw
 	}
 	s := u.String()
 	// url.String escapes the marker's angle brackets; keep it readable.

@@ -254,6 +254,9 @@ type entry struct {
 	// warnings belong to this entry: dropped with it when its file is
 	// project-level and project configs are disabled.
 	warnings []string
+	// literal: env and header values are used as written, never as the
+	// name of a variable (mcplife's envPolicy "literal").
+	literal bool
 }
 
 // fileResult is what one source file yields.

@@ -48,14 +48,14 @@ bearer_token_env_var = "FIGMA_TOKEN"
 func ExampleResolver_Resolve() {
 	r := loader.NewResolver(loader.MapEnv(map[string]string{"TOKEN": "t0k"}), nil)
 	ctx := context.Background()
-	for _, v := range []string{"Bearer ${TOKEN}", "TOKEN", "literal", "!echo from-a-command", "!exit 3"} {
+	for _, v := range []string{"Bearer ${TOKEN}", "${TOKEN}", "TOKEN", "!echo from-a-command", "!exit 3"} {
 		got, err := r.Resolve(ctx, v)
 		fmt.Printf("%q %v\n", got, err)
 	}
 	// Output:
 	// "Bearer t0k" <nil>
 	// "t0k" <nil>
-	// "literal" <nil>
+	// "TOKEN" <nil>
 	// "from-a-command" <nil>
 	// "" shell command failed: exit status 3
 }

@@ -70,7 +70,8 @@ func DiscoverAndLoad(ctx context.Context, m *manager.Manager, opts Options) (*Lo
 	}
 	for _, s := range d.Skipped {
 		if s.Reason == events.SkipInvalid {
-			res.Errors = append(res.Errors, LoadError{Path: "mcp:" + s.Name, Error: s.Detail})
+			// The detail names the server; the position names the file.
+			res.Errors = append(res.Errors, LoadError{Path: "mcp:" + s.Name, Error: s.Position + ": " + s.Detail})
 		}
 	}
 	configs, sources := d.ordered()

@@ -43,6 +43,13 @@ func mapNative(f fields, e *entry) {
 	c.EnabledTools = f.strs("enabledTools")
 	c.DisabledTools = f.strs("disabledTools")
 	c.ProtocolVersion = f.str("protocolVersion")
+	switch p := f.str("envPolicy"); p {
+	case "", "names":
+	case "literal":
+		e.literal = true
+	default:
+		*f.problems = append(*f.problems, fmt.Sprintf(`"envPolicy" must be "names" or "literal", not %q`, p))
+	}
 }
 
 // mapClaudeCode reads Claude Code's entries: type stdio, http or sse.
@@ -227,7 +234,7 @@ func parseServersDoc(path string, data []byte, key string, pe parseEnv, sub subs
 // parseNative parses mcplife's own file: mcpServers plus the file-level
 // disabledServers and enabledServers lists.
 func parseNative(path string, data []byte, pe parseEnv) fileResult {
-	sub := substituter{lookup: pe.lookup}
+	sub := substituter{lookup: pe.lookup, names: true}
 	res, doc, top := parseServersDoc(path, data, "mcpServers", pe, sub, mapNative)
 	if res.err != nil {
 		return res

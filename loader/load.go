@@ -117,6 +117,7 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 	}
 
 	d := merge(results, mergeOptions{
+		cwd:           cwd,
 		enableProject: opts.EnableProjectConfig == nil || *opts.EnableProjectConfig,
 		filterExa:     opts.FilterExa == nil || *opts.FilterExa,
 		lookup:        lookup,
@@ -134,6 +135,7 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 }
 
 type mergeOptions struct {
+	cwd           string
 	enableProject bool
 	filterExa     bool
 	lookup        EnvLookup
@@ -181,7 +183,7 @@ func merge(results [][]fileResult, mo mergeOptions) *Discovery {
 					continue
 				}
 				d.Warnings = append(d.Warnings, e.warnings...)
-				if msgs := validate(e.cfg, e.problems); len(msgs) > 0 {
+				if msgs := append(validate(e.cfg, e.problems), checkPlaces(e.cfg, mo.lookup, mo.cwd)...); len(msgs) > 0 {
 					skip(e, events.SkipInvalid, strings.Join(msgs, "; "))
 					continue
 				}
@@ -208,7 +210,7 @@ func merge(results [][]fileResult, mo mergeOptions) *Discovery {
 					// connects it need not know about the lists.
 					e.cfg.Enabled = nil
 				}
-				if mo.filterExa && isExa(e.cfg) {
+				if mo.filterExa && isExa(e.cfg, mo.lookup) {
 					detail := "Exa servers are replaced by the built-in Exa tools"
 					if key := exaKey(e.cfg, mo.lookup); key != "" {
 						if !slices.Contains(d.ExaAPIKeys, key) {
@@ -234,13 +236,14 @@ var (
 )
 
 // isExa reports whether cfg is an Exa server: named "exa" (any case), or
-// with an mcp.exa.ai URL or argument.
-func isExa(cfg events.ServerConfig) bool {
-	if strings.EqualFold(cfg.Name, "exa") || exaHostPattern.MatchString(cfg.URL) {
+// with an mcp.exa.ai URL or argument (references expanded through lookup
+// for the check).
+func isExa(cfg events.ServerConfig, lookup EnvLookup) bool {
+	if strings.EqualFold(cfg.Name, "exa") || exaHostPattern.MatchString(expandRefs(cfg.URL, lookup, nil)) {
 		return true
 	}
 	for _, a := range cfg.Args {
-		if exaHostPattern.MatchString(a) {
+		if exaHostPattern.MatchString(expandRefs(a, lookup, nil)) {
 			return true
 		}
 	}
@@ -248,14 +251,14 @@ func isExa(cfg events.ServerConfig) bool {
 }
 
 // exaKey returns the API key of an Exa server: exaApiKey= in the URL or an
-// argument, else its EXA_API_KEY env value (resolved without running
-// anything), else "".
+// argument (references expanded through lookup), else its EXA_API_KEY env
+// value (resolved without running anything), else "".
 func exaKey(cfg events.ServerConfig, lookup EnvLookup) string {
-	if m := exaKeyPattern.FindStringSubmatch(cfg.URL); m != nil {
+	if m := exaKeyPattern.FindStringSubmatch(expandRefs(cfg.URL, lookup, nil)); m != nil {
 		return m[1]
 	}
 	for _, a := range cfg.Args {
-		if m := exaKeyPattern.FindStringSubmatch(a); m != nil {
+		if m := exaKeyPattern.FindStringSubmatch(expandRefs(a, lookup, nil)); m != nil {
 			return m[1]
 		}
 	}
@@ -277,9 +280,6 @@ func resolveWithoutCommands(v string, lookup EnvLookup) string {
 			return ""
 		}
 		return out
-	}
-	if x, ok := lookup(v); ok && x != "" {
-		return x
 	}
 	return v
 }

@@ -268,14 +268,29 @@ func TestUnsetVariableWarnings(t *testing.T) {
 	if diff := cmp.Diff("${BIN_DIR}/server", s.Command); diff != "" {
 		t.Error(diff)
 	}
-	if diff := cmp.Diff([]string{"--a=v", "--b=dflt", "--c=dflt2", "--d=", "--e=${ALSO_MISSING}"}, s.Args); diff != "" {
-		t.Errorf("args mismatch (-want +got):\n%s", diff)
+	// Discovery keeps every reference as written; the resolver expands
+	// them at connect time.
+	written := []string{"--a=${SET}", "--b=${MISSING:-dflt}", "--c=${EMPTY:-dflt2}", "--d=${EMPTY}", "--e=${ALSO_MISSING}"}
+	if diff := cmp.Diff(written, s.Args); diff != "" {
+		t.Errorf("args must stay unexpanded (-want +got):\n%s", diff)
+	}
+	r := NewResolver(MapEnv(w.env), nil)
+	var expanded []string
+	for _, a := range s.Args {
+		x, _ := r.Expand(a)
+		expanded = append(expanded, x)
+	}
+	if diff := cmp.Diff([]string{"--a=v", "--b=dflt", "--c=dflt2", "--d=", "--e=${ALSO_MISSING}"}, expanded); diff != "" {
+		t.Errorf("expanded args mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]string{"TOKEN": "${SECRET_TOKEN}", "CMD": "!echo ${NOT_CHECKED}", "OK": "${SET}"}, s.Env); diff != "" {
 		t.Errorf("env values must stay unresolved (-want +got):\n%s", diff)
 	}
-	if got := d.Servers[1].Config.URL; got != "https://x/mcp" {
+	if got := d.Servers[1].Config.URL; got != "${BASE:-https://x}/mcp" {
 		t.Errorf("url = %q", got)
+	}
+	if got, _ := r.Expand(d.Servers[1].Config.URL); got != "https://x/mcp" {
+		t.Errorf("expanded url = %q", got)
 	}
 	want := []string{
 		p + `: server "s": command: environment variable BIN_DIR is not set`,

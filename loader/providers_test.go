@@ -40,6 +40,7 @@ func TestProviders(t *testing.T) {
   // the project pins its own git server
   "mcpServers": {"git": {"command": "./bin/git-mcp", "cwd": "tools", "enabled": "true"}}
 }`,
+				"./tools/.keep": "",
 			},
 			env: map[string]string{"HOME": "/home/u", "DOCS_TOKEN": "s3cret"},
 			want: []server{
@@ -82,10 +83,10 @@ func TestProviders(t *testing.T) {
 			},
 			env: map[string]string{"GITHUB_PAT": "ghp_x", "API_KEY": "k"},
 			want: []server{
-				{events.ServerConfig{Name: "local-db", Type: "stdio", Command: "uvx", Args: []string{"mcp-server-sqlite", "--db-path", "/var/data/db.sqlite"}, Env: map[string]string{}}, [3]string{"claude-code", "~/.claude.json", "user"}},
+				{events.ServerConfig{Name: "local-db", Type: "stdio", Command: "uvx", Args: []string{"mcp-server-sqlite", "--db-path", "${DATA_DIR:-/var/data}/db.sqlite"}, Env: map[string]string{}}, [3]string{"claude-code", "~/.claude.json", "user"}},
 				{events.ServerConfig{Name: "memory", Type: "stdio", Command: "node", Args: []string{"memory-local.js"}}, [3]string{"claude-code", "~/.claude.json", "user"}},
 				{events.ServerConfig{Name: "sentry", Type: "sse", URL: "https://mcp.sentry.dev/sse"}, [3]string{"claude-code", "./.mcp.json", "project"}},
-				{events.ServerConfig{Name: "api", Type: "http", URL: "https://api.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${API_KEY}"}}, [3]string{"claude-code", "./.mcp.json", "project"}},
+				{events.ServerConfig{Name: "api", Type: "http", URL: "${API_BASE_URL:-https://api.example.com}/mcp", Headers: map[string]string{"Authorization": "Bearer ${API_KEY}"}}, [3]string{"claude-code", "./.mcp.json", "project"}},
 				{events.ServerConfig{Name: "github", Type: "http", URL: "https://api.githubcopilot.com/mcp/", Headers: map[string]string{"Authorization": "Bearer ${GITHUB_PAT}"}}, [3]string{"claude-code", "~/.claude.json", "user"}},
 				{events.ServerConfig{Name: "fetch", Command: "uvx", Args: []string{"mcp-server-fetch"}}, [3]string{"claude-code", "~/.claude/mcp.json", "user"}},
 			},
@@ -124,13 +125,14 @@ enabled = false
 `,
 				"./.codex/config.toml": `[mcp_servers.repo-tools]
 command = "./scripts/mcp.sh"
-cwd = "/srv/repo"
+cwd = "{{PROJ}}/repo"
 startup_timeout_ms = 1500
 `,
+				"./repo/.keep": "",
 			},
 			env: map[string]string{"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "localhost", "FIGMA_OAUTH_TOKEN": "tok"},
 			want: []server{
-				{events.ServerConfig{Name: "repo-tools", Command: "./scripts/mcp.sh", Cwd: "/srv/repo", TimeoutMs: ms(1500)}, [3]string{"codex", "./.codex/config.toml", "project"}},
+				{events.ServerConfig{Name: "repo-tools", Command: "./scripts/mcp.sh", Cwd: "{{PROJ}}/repo", TimeoutMs: ms(1500)}, [3]string{"codex", "./.codex/config.toml", "project"}},
 				{events.ServerConfig{Name: "context7", Command: "npx", Args: []string{"-y", "@upstash/context7-mcp"}, Env: map[string]string{"LOG_LEVEL": "info", "HTTPS_PROXY": "${HTTPS_PROXY}", "NO_PROXY": "${NO_PROXY}"}, TimeoutMs: ms(20000)}, [3]string{"codex", "~/.codex/config.toml", "user"}},
 				{events.ServerConfig{Name: "figma", URL: "https://mcp.figma.com/mcp", Headers: map[string]string{"X-Figma-Region": "us-east-1", "X-Api-Key": "${FIGMA_API_KEY}", "Authorization": "Bearer ${FIGMA_OAUTH_TOKEN}"}, EnabledTools: []string{"get_*"}, DisabledTools: []string{"delete_file"}}, [3]string{"codex", "~/.codex/config.toml", "user"}},
 			},
@@ -156,6 +158,7 @@ startup_timeout_ms = 1500
   },
   "mcp": {"excluded": ["experimental"]}
 }`,
+				"./mcp-servers/python/.keep": "",
 			},
 			env: map[string]string{"DB_CONNECTION_STRING": "postgres://", "EXTERNAL_API_KEY": "k", "TOKEN": "t"},
 			want: []server{
@@ -238,7 +241,7 @@ startup_timeout_ms = 1500
 			env: map[string]string{"HOME": "/home/u", "GH_PAT": "p"},
 			want: []server{
 				{events.ServerConfig{Name: "github", Type: "http", URL: "https://ghe.example.com/mcp/"}, [3]string{"crush", "./.crush.json", "project"}},
-				{events.ServerConfig{Name: "filesystem", Type: "stdio", Command: "node", Args: []string{"/home/u/mcp/server.js", "$UNSET_DIR", "/home/u"}, Env: map[string]string{"NODE_ENV": "production"}, TimeoutMs: ms(120000), DisabledTools: []string{"some-tool-name"}}, [3]string{"crush", "~/.config/crush/crush.json", "user"}},
+				{events.ServerConfig{Name: "filesystem", Type: "stdio", Command: "node", Args: []string{"${HOME}/mcp/server.js", "${UNSET_DIR}", "${HOME}"}, Env: map[string]string{"NODE_ENV": "production"}, TimeoutMs: ms(120000), DisabledTools: []string{"some-tool-name"}}, [3]string{"crush", "~/.config/crush/crush.json", "user"}},
 			},
 			skipped: []skipView{
 				{"github", "shadowed", "shadowed by Crush (project) {{PROJ}}/.crush.json"},
@@ -332,6 +335,7 @@ startup_timeout_ms = 1500
 				for i, a := range cfg.Args {
 					cfg.Args[i] = fill.Replace(a)
 				}
+				cfg.Cwd = fill.Replace(cfg.Cwd)
 				want = append(want, Server{Config: cfg, Source: w.src(s.src[0], s.src[1], s.src[2])})
 			}
 			if diff := cmp.Diff(want, d.Servers, cmpopts.EquateEmpty()); diff != "" {

@@ -142,8 +142,10 @@ func NewResolver(lookup EnvLookup, opts *ResolverOptions) *Resolver {
 //   - a value with ${VAR}, ${VAR:-default} or ${env:VAR} references: the
 //     references are expanded (e.g. "Bearer ${TOKEN}"); a reference to an
 //     unset variable without default is an error (ErrUnsetVariable).
-//   - a value naming a set, non-empty environment variable: its value.
-//   - anything else: the value itself.
+//   - anything else: the value itself. A bare variable name is literal
+//     here; the formats whose values may be a bare name (mcplife's own
+//     file, Codex's env_vars) are given as references by discovery
+//     (${NAME:-NAME}, ${NAME}).
 //
 // Errors never contain the value, the command or its output.
 func (r *Resolver) Resolve(ctx context.Context, value string) (string, error) {
@@ -153,10 +155,26 @@ func (r *Resolver) Resolve(ctx context.Context, value string) (string, error) {
 	if strings.Contains(value, "${") {
 		return expandStrict(value, r.lookup)
 	}
-	if v, ok := r.lookup(value); ok && v != "" {
-		return v, nil
-	}
 	return value, nil
+}
+
+// Expand replaces the ${VAR}, ${VAR:-default} and ${env:VAR} references of
+// a command, argument, URL or working directory; nothing is run. A
+// reference to an unset variable without default stays as written (and
+// discovery warned about it). subst holds the values substituted: they are
+// secrets to keep out of every recorded text.
+func (r *Resolver) Expand(value string) (expanded string, subst []string) {
+	if !strings.Contains(value, "${") {
+		return value, nil
+	}
+	expanded = refPattern.ReplaceAllStringFunc(value, func(m string) string {
+		v := expandRefs(m, r.lookup, nil)
+		if v != m {
+			subst = append(subst, v)
+		}
+		return v
+	})
+	return expanded, subst
 }
 
 // ResolveConfig returns a copy of cfg whose env and header values are

@@ -23,8 +23,10 @@ func TestResolveValues(t *testing.T) {
 		err      error
 	}{
 		{"literal value", "literal value", nil},
-		{"TOKEN", "tok", nil},
-		{"EMPTY", "EMPTY", nil},
+		{"TOKEN", "TOKEN", nil}, // a bare name is literal; discovery writes ${TOKEN:-TOKEN} where it is not
+		{"${TOKEN:-TOKEN}", "tok", nil},
+		{"${EMPTY:-EMPTY}", "EMPTY", nil},
+		{"${UNSET_NAME:-UNSET_NAME}", "UNSET_NAME", nil},
 		{"UNSET_NAME", "UNSET_NAME", nil},
 		{"Bearer ${TOKEN}", "Bearer tok", nil},
 		{"${env:HOST}:${PORT:-8080}", "h:8080", nil},
@@ -189,7 +191,7 @@ func TestResolveConfigOmitsFailedEntries(t *testing.T) {
 	cfg := events.ServerConfig{
 		Name:    "srv",
 		Command: "x",
-		Env:     map[string]string{"A": "TOKEN", "B": "!exit 1", "C": "lit"},
+		Env:     map[string]string{"A": "${TOKEN}", "B": "!exit 1", "C": "lit"},
 		Headers: map[string]string{"Authorization": "Bearer ${TOKEN}", "X-Missing": "${NOPE}"},
 	}
 	got, err := r.ResolveConfig(context.Background(), cfg)
@@ -199,7 +201,7 @@ func TestResolveConfigOmitsFailedEntries(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
-	if cfg.Env["A"] != "TOKEN" {
+	if cfg.Env["A"] != "${TOKEN}" {
 		t.Error("the input configuration was modified")
 	}
 	msg := fmt.Sprint(err)

@@ -135,10 +135,12 @@ func braceOpenCodeRefs(s string) string {
 // substituter applies one provider's discovery-time substitution rules to a
 // mapped entry.
 //
-// Command, arguments, URL and working directory are expanded now. Env and
-// header values are secrets: their references are only normalised to the
-// ${VAR} form (which [Resolver.Resolve] expands at connect time) and checked,
-// so no secret enters the configuration, its hash or any event.
+// Nothing is expanded at discovery: a reference may name a secret, and
+// what discovery returns is recorded and printed. Every field's references
+// are only normalised to the ${VAR} form (the provider's $VAR or {env:VAR}
+// spelling rewritten) and checked for unset variables; [Resolver] expands
+// them at connect time. Editor variables such as ${workspaceFolder} are
+// not secrets and are replaced now.
 type substituter struct {
 	lookup EnvLookup
 	// bare: $VAR is a reference too (Crush, Gemini CLI).
@@ -150,6 +152,11 @@ type substituter struct {
 	editor *strings.Replacer
 	// inputs: ${input:id} makes the entry invalid (VS Code).
 	inputs bool
+	// names: an env or header value that is only the name of a variable
+	// stands for that variable's value when it is set and non-empty (the
+	// reference runtime's rule, for mcplife's own format unless the entry
+	// says envPolicy "literal"); it is rewritten as ${NAME:-NAME}.
+	names bool
 }
 
 // editorVars returns the replacer for the editor variables of VS Code,
@@ -217,27 +224,23 @@ func (s substituter) apply(e *entry) {
 			e.warnings = append(e.warnings, fmt.Sprintf("%s: server %q: %s: $(...) is not run; the text is used as written (use a value starting with \"!\" to run a command at connect time)", e.src.Path, e.name, field))
 		}
 	}
-	now := func(field, v string) string {
+	keep := func(field, v string, secret bool) string {
 		checkInput(field, v)
-		checkShell(field, v)
-		v = s.prepare(v, false)
-		if s.bareApplies(v) {
-			return expandWithBare(v, s.lookup, warnUnset(field))
-		}
-		return expandRefs(v, s.lookup, warnUnset(field))
-	}
-	later := func(field, v string) string {
-		checkInput(field, v)
-		if strings.HasPrefix(v, "!") {
+		if secret && strings.HasPrefix(v, "!") {
 			// A command for the shell at connect time; it expands its own
 			// variables.
 			return v
 		}
 		checkShell(field, v)
 		v = s.prepare(v, true)
+		if secret && s.names && !e.literal && envNamePattern.MatchString(v) {
+			return "${" + v + ":-" + v + "}"
+		}
 		unsetRefs(v, s.lookup, warnUnset(field))
 		return v
 	}
+	now := func(field, v string) string { return keep(field, v, false) }
+	later := func(field, v string) string { return keep(field, v, true) }
 	c.Command = now("command", c.Command)
 	for i, a := range c.Args {
 		c.Args[i] = now(fmt.Sprintf("args[%d]", i), a)

@@ -3,6 +3,9 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mcplife/mcplife/events"
@@ -86,6 +89,61 @@ func validate(cfg events.ServerConfig, problems []string) []string {
 	}
 	if cfg.TimeoutMs != nil && *cfg.TimeoutMs < 0 {
 		msgs = append(msgs, prefix+`"timeout" must not be negative`)
+	}
+	return msgs
+}
+
+// checkPlaces checks what validate cannot see in the entry alone: that a
+// stdio server's working directory exists (relative to cwd) and that an
+// http or sse server's URL is an http(s) URL with a host. References are
+// expanded for the check only (an unset one skips it; discovery warned
+// about it); messages quote the value as written, never expanded.
+func checkPlaces(cfg events.ServerConfig, lookup EnvLookup, cwd string) []string {
+	prefix := fmt.Sprintf("Server %q: ", cfg.Name)
+	trial := func(v string) (string, bool) {
+		x := expandRefs(v, lookup, nil)
+		return x, !strings.Contains(x, "${")
+	}
+	var msgs []string
+	switch cfg.Transport() {
+	case events.TransportStdio:
+		if cfg.Cwd == "" || cfg.Command == "" {
+			break
+		}
+		dir, ok := trial(cfg.Cwd)
+		if !ok {
+			break
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cwd, dir)
+		}
+		fi, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			msgs = append(msgs, fmt.Sprintf(`%s"cwd" %q does not exist`, prefix, cfg.Cwd))
+		case err != nil:
+			msgs = append(msgs, fmt.Sprintf(`%s"cwd" %q cannot be used: %v`, prefix, cfg.Cwd, unwrapPathError(err)))
+		case !fi.IsDir():
+			msgs = append(msgs, fmt.Sprintf(`%s"cwd" %q is not a directory`, prefix, cfg.Cwd))
+		}
+	case events.TransportHTTP, events.TransportSSE:
+		if cfg.URL == "" {
+			break
+		}
+		raw, ok := trial(cfg.URL)
+		if !ok {
+			break
+		}
+		shown := events.RedactURL(cfg.URL)
+		u, err := url.Parse(raw)
+		switch {
+		case err != nil:
+			msgs = append(msgs, fmt.Sprintf(`%s"url" %q is not a valid URL`, prefix, shown))
+		case u.Scheme != "http" && u.Scheme != "https":
+			msgs = append(msgs, fmt.Sprintf(`%s"url" %q must start with http:// or https://`, prefix, shown))
+		case u.Host == "":
+			msgs = append(msgs, fmt.Sprintf(`%s"url" %q has no host`, prefix, shown))
+		}
 	}
 	return msgs
 }

@@ -15,6 +15,18 @@ type Resolver interface {
 	Resolve(ctx context.Context, value string) (string, error)
 }
 
+// Expander is an optional capability of a [Resolver]: it expands the
+// ${VAR} references of a server's command, arguments, URL and working
+// directory at connect time (SPEC §3: what discovery records keeps the
+// reference, never the value). subst lists the values substituted; they
+// are treated as secrets and scrubbed from every error and stderr excerpt.
+// Without it those fields are used as configured.
+//
+// Expand is called at every connect, possibly concurrently.
+type Expander interface {
+	Expand(value string) (expanded string, subst []string)
+}
+
 // PassThrough is the default [Resolver]: every value is used literally.
 type PassThrough struct{}
 

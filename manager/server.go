@@ -76,7 +76,14 @@ type callGroup struct {
 func (m *Manager) connect(s *server) (*liveConn, error) {
 	ctx := s.ctx
 	res := resolveConfig(ctx, s.name, s.cfg, m.opts.Resolver, m.log)
-	t, err := m.dial(s.name, s.cfg, res, m.opts.Cwd)
+	var t mcp.Transport
+	var err error
+	if tr := res.cfg.Transport(); tr == events.TransportHTTP || tr == events.TransportSSE {
+		err = checkURL(res.cfg.URL) // its references are expanded only now
+	}
+	if err == nil {
+		t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)
+	}
 	if err != nil {
 		return nil, m.connectError(s, res, nil, err)
 	}

@@ -17,14 +17,19 @@ import (
 	"github.com/mcplife/mcplife/events"
 )
 
-// resolved is one connect attempt's substituted env and header values.
-// Every value is a secret: it goes to the child process or the HTTP
+// resolved is one connect attempt's substituted configuration. Every
+// substituted value is a secret: it goes to the child process or the HTTP
 // request and nowhere else.
 type resolved struct {
+	// cfg is the configuration with its command, arguments, URL and
+	// working directory expanded (see [Expander]); its env and headers are
+	// the unresolved ones.
+	cfg     events.ServerConfig
 	env     map[string]string
 	headers map[string]string
-	// scrub replaces every resolved value (and every configured value)
-	// inside a text with [events.Redacted].
+	// scrub replaces every resolved value, every configured value and
+	// every credential-like value of the inherited environment inside a
+	// text with [events.Redacted].
 	scrub *strings.Replacer
 }
 
@@ -32,11 +37,12 @@ type resolved struct {
 // values ("1", "on") would garble messages without protecting anything.
 const minSecretLen = 4
 
-// resolveConfig substitutes the env and header values of cfg through r. An
-// entry whose resolution fails is omitted and the reason logged (without
-// the value).
+// resolveConfig substitutes cfg through r: the env and header values, and
+// (when r is an [Expander]) the references in the command, arguments, URL
+// and working directory. An env or header entry whose resolution fails is
+// omitted and the reason logged (without the value).
 func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, r Resolver, log *slog.Logger) resolved {
-	var secrets []string
+	secrets := inheritedSecrets(os.Environ())
 	do := func(kind string, in map[string]string) map[string]string {
 		if len(in) == 0 {
 			return nil
@@ -55,9 +61,37 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 		}
 		return out
 	}
-	res := resolved{env: do("env", cfg.Env), headers: do("header", cfg.Headers)}
+	res := resolved{cfg: cfg.Clone(), env: do("env", cfg.Env), headers: do("header", cfg.Headers)}
+	if x, ok := r.(Expander); ok {
+		expand := func(v string) string {
+			out, subst := x.Expand(v)
+			secrets = append(secrets, subst...)
+			return out
+		}
+		c := &res.cfg
+		c.Command, c.URL, c.Cwd = expand(c.Command), expand(c.URL), expand(c.Cwd)
+		for i, a := range c.Args {
+			c.Args[i] = expand(a)
+		}
+	}
 	res.scrub = newScrubber(secrets)
 	return res
+}
+
+// inheritedSecrets returns the values of the variables in environ (KEY=VALUE
+// entries, as [os.Environ] gives them) whose names look like credentials
+// ([events.IsCredentialName]: GITHUB_PAT, OPENAI_API_KEY, …). A child
+// process inherits them, and a server that prints its environment must not
+// carry them into an event.
+func inheritedSecrets(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && events.IsCredentialName(k) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // newScrubber returns a replacer of every secret of at least minSecretLen
@@ -99,6 +133,11 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 				dir = filepath.Join(cwd, dir)
 			}
 		}
+		if dir != "" {
+			if err := checkDir(dir); err != nil {
+				return nil, err
+			}
+		}
 		env := os.Environ()
 		for _, k := range slices.Sorted(maps.Keys(res.env)) {
 			env = append(env, k+"="+res.env[k]) // later entries win
@@ -113,6 +152,21 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 	default:
 		return nil, fmt.Errorf("MCP server %q: unknown server type %q", name, t)
 	}
+}
+
+// checkDir reports a working directory that cannot be used, before the
+// start of the process would report it as the command not being found.
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("working directory %s does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("working directory: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("working directory %s is not a directory", dir)
+	}
+	return nil
 }
 
 // httpStreamRetries is how often the streamable HTTP transport tries to

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -30,6 +31,10 @@ func validateConfig(name string, cfg events.ServerConfig) error {
 	case events.TransportHTTP, events.TransportSSE:
 		if cfg.URL == "" {
 			parts = append(parts, fmt.Sprintf(`Server %q: %s server requires "url" field`, name, t))
+		} else if !strings.Contains(cfg.URL, "${") {
+			if err := checkURL(cfg.URL); err != nil {
+				parts = append(parts, fmt.Sprintf(`Server %q: %v`, name, err))
+			}
 		}
 	default:
 		parts = append(parts, fmt.Sprintf(`Server %q: unknown server type %q`, name, t))
@@ -38,4 +43,20 @@ func validateConfig(name string, cfg events.ServerConfig) error {
 		return nil
 	}
 	return &ServerError{Server: name, Op: OpValidate, Err: &scrubbedError{msg: strings.Join(parts, "; "), cause: ErrInvalidConfig}}
+}
+
+// checkURL reports a server URL that cannot be connected: one that does
+// not parse, or whose scheme is not http or https, or without a host. The
+// message quotes the URL redacted.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf(`"url" %s is not a valid URL`, events.RedactURL(raw))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf(`"url" %s must start with http:// or https://`, events.RedactURL(raw))
+	case u.Host == "":
+		return fmt.Errorf(`"url" %s has no host`, events.RedactURL(raw))
+	}
+	return nil
 }
