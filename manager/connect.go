@@ -406,6 +406,7 @@ func (m *Manager) run(s *server) {
 	}
 	m.yield("run.listed", s.name)
 	late := r.enter(s.name)
+	var last string // hash of the last list recorded
 	if err != nil {
 		m.emit(&events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(listStart)})
 	} else {
@@ -413,14 +414,16 @@ func (m *Manager) run(s *server) {
 		if late {
 			cause = events.CauseLate
 		}
-		m.emit(m.listed(s, defs, m.now().Sub(listStart), cause))
+		listed := m.listed(s, defs, m.now().Sub(listStart), cause)
+		last = listed.ToolsHash
+		m.emit(listed)
 	}
 	r.settle(s.name, err)
 	r.leave()
 	if late && err != nil {
 		m.log.Warn("MCP tool load failed", "server", s.name, "err", err)
 	}
-	m.relistLoop(s, lc)
+	m.relistLoop(s, lc, last)
 }
 
 // listed builds the ToolsListed event of a finished list.
@@ -436,13 +439,36 @@ func (m *Manager) listed(s *server, defs []events.ToolDef, d time.Duration, caus
 
 // relistLoop re-lists the server's tools on each (coalesced)
 // notifications/tools/list_changed until the server is torn down.
-func (m *Manager) relistLoop(s *server, lc *liveConn) {
+//
+// A server may send the notification in a loop, with or without a change:
+// re-lists are at least Options.RelistInterval apart (notifications in
+// between are coalesced into one ToolListChanged and one re-list), and a
+// list is recorded only when it differs from the last one recorded, so
+// the store grows by one small event per interval at most.
+func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
+	var prev time.Time
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-lc.relist:
 		}
+		if !prev.IsZero() {
+			if wait := m.opts.RelistInterval - time.Since(prev); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-s.ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				select {
+				case <-lc.relist: // covered by this re-list
+				default:
+				}
+			}
+		}
+		prev = time.Now()
 		m.emit(&events.ToolListChanged{Server: s.name})
 		start := m.now()
 		defs, err := m.listTools(s.ctx, s, lc)
@@ -452,8 +478,14 @@ func (m *Manager) relistLoop(s *server, lc *liveConn) {
 		if err != nil {
 			m.emit(&events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(start)})
 			m.log.Warn("MCP tool re-list failed", "server", s.name, "err", err)
+			last = "" // whatever comes next is news
 			continue
 		}
-		m.emit(m.listed(s, defs, m.now().Sub(start), events.CauseListChanged))
+		listed := m.listed(s, defs, m.now().Sub(start), events.CauseListChanged)
+		if listed.ToolsHash == last {
+			continue
+		}
+		last = listed.ToolsHash
+		m.emit(listed)
 	}
 }

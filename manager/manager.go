@@ -22,6 +22,9 @@ const (
 	// DefaultGate is how long ConnectServers waits before it returns with
 	// whatever is ready (SPEC §2 step 3).
 	DefaultGate = 250 * time.Millisecond
+	// DefaultRelistInterval is the shortest time between two re-lists of
+	// one server caused by notifications/tools/list_changed.
+	DefaultRelistInterval = time.Second
 	// DefaultTimeout bounds connect + initialize, and separately each
 	// tools/list, of a server whose config sets no timeout.
 	DefaultTimeout = 30 * time.Second
@@ -65,6 +68,12 @@ type Options struct {
 	// ClientName and ClientVersion are sent in initialize (default
 	// "mcplife", "0.1.0").
 	ClientName, ClientVersion string
+	// RelistInterval is the shortest time between two re-lists of one
+	// server caused by notifications/tools/list_changed (default
+	// [DefaultRelistInterval]). Notifications that arrive sooner are
+	// coalesced into the next re-list, so a server that sends them in a
+	// loop costs one tools/list per interval.
+	RelistInterval time.Duration
 	// OnGate, when set, is called once per connect round when the startup
 	// gate has decided every server's outcome (ready, failed, deferred or
 	// awaited), before ConnectServers waits for the awaited ones and before
@@ -174,6 +183,9 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	if o.Gate == 0 {
 		o.Gate = DefaultGate
+	}
+	if o.RelistInterval <= 0 {
+		o.RelistInterval = DefaultRelistInterval
 	}
 	if o.Cwd == "" {
 		wd, err := os.Getwd()
