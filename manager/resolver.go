@@ -3,8 +3,8 @@ package manager
 import "context"
 
 // Resolver resolves one env or header value of a server configuration at
-// connect time (SPEC §4): a "!command" value, an environment variable name,
-// or a literal. The loader provides the real implementation; the default
+// connect time: a "!command" value, a value with ${VAR} references, or a
+// literal. The loader provides the real implementation; the default
 // passes every value through unchanged.
 //
 // Resolve is called at every connect and reconnect, possibly concurrently
@@ -17,8 +17,8 @@ type Resolver interface {
 
 // Expander is an optional capability of a [Resolver]: it expands the
 // ${VAR} references of a server's command, arguments, URL and working
-// directory at connect time (SPEC §3: what discovery records keeps the
-// reference, never the value). subst lists the values substituted; they
+// directory at connect time (what discovery records keeps the reference,
+// never the value). subst lists the values substituted; they
 // are treated as secrets and scrubbed from every error and stderr excerpt.
 // Without it those fields are used as configured.
 //
