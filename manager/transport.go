@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
@@ -121,8 +123,8 @@ func (r resolved) scrubText(s string) string {
 type dialer func(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error)
 
 // newTransport returns the go-sdk transport for cfg: a child process for
-// stdio, streamable HTTP, or legacy HTTP+SSE. Header values are sent on
-// every HTTP request.
+// stdio, streamable HTTP, or legacy HTTP+SSE. Header values are sent with
+// every HTTP request to the origin of cfg.URL, and with no other.
 func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error) {
 	switch t := cfg.Transport(); t {
 	case events.TransportStdio:
@@ -144,10 +146,10 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 		}
 		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir}, nil
 	case events.TransportHTTP:
-		client, pool := httpClient(res.headers)
+		client, pool := httpClient(name, cfg.URL, res.headers, false)
 		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries}, pool: pool}, nil
 	case events.TransportSSE:
-		client, pool := httpClient(res.headers)
+		client, pool := httpClient(name, cfg.URL, res.headers, true)
 		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool}, nil
 	default:
 		return nil, fmt.Errorf("MCP server %q: unknown server type %q", name, t)
@@ -179,15 +181,24 @@ func checkDir(dir string) error {
 // server that keeps closing its stream is dropped either way.
 const httpStreamRetries = 1
 
-// httpClient returns a client that sets headers on every request, with a
+// httpClient returns the client of the server name at endpoint, with a
 // connection pool of its own (settings cloned from the default transport),
-// so a server's teardown can close its keep-alive connections.
-func httpClient(headers map[string]string) (*http.Client, *http.Transport) {
+// so a server's teardown can close its keep-alive connections. It sets
+// headers on every request to endpoint's origin and on no other request
+// (see [originTransport]); with sse, it refuses a message endpoint on
+// another origin.
+func httpClient(name, endpoint string, headers map[string]string, sse bool) (*http.Client, *http.Transport) {
 	pool := http.DefaultTransport.(*http.Transport).Clone()
-	if len(headers) == 0 {
+	if len(headers) == 0 && !sse {
 		return &http.Client{Transport: pool}, pool
 	}
-	return &http.Client{Transport: &headerTransport{base: pool, headers: headers}}, pool
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		u = &url.URL{} // matches no request's origin: the headers are never sent
+	}
+	return &http.Client{Transport: &originTransport{
+		base: pool, server: name, configured: u, origin: originOf(u), headers: headers, refuseOther: sse,
+	}}, pool
 }
 
 // pooledTransport is an HTTP transport together with its connection pool.
@@ -197,20 +208,6 @@ func httpClient(headers map[string]string) (*http.Client, *http.Transport) {
 type pooledTransport struct {
 	mcp.Transport
 	pool *http.Transport
-}
-
-// headerTransport adds configured headers to each request.
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-}
-
-func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.headers {
-		r.Header.Set(k, v)
-	}
-	return h.base.RoundTrip(r)
 }
 
 // stdioTransport starts a server process and speaks newline-delimited
@@ -290,6 +287,16 @@ func (t *sseTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 type sseConn struct {
 	mcp.Connection
 	cancel context.CancelFunc
+}
+
+// Write sends msg. A refused message endpoint on another origin is
+// reported as the refusal alone, without the request URL around it.
+func (c *sseConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if co, ok := errors.AsType[*crossOriginError](err); ok {
+		return co
+	}
+	return err
 }
 
 func (c *sseConn) Close() error {
