@@ -1,7 +1,7 @@
 package journal_test
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -313,21 +313,8 @@ func TestClosed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("subscription did not end when the bus closed")
 	}
-}
-
-func TestSubscriptionEndsWithContext(t *testing.T) {
-	j, _ := newJournal(t, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	for range sub.C() {
-	}
-	sub.Close()
-	if sub.Err() != nil {
-		t.Errorf("Err after cancel = %v", sub.Err())
+	if err := sub.Err(); !errors.Is(err, journal.ErrClosed) {
+		t.Errorf("Err() after the journal closed = %v, want it to wrap ErrClosed", err)
 	}
 }
 

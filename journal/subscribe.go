@@ -17,6 +17,15 @@ import (
 // a consumer that is not reading.
 const DefaultSubscriptionBuffer = 256
 
+// ErrBusClosed ends a subscription whose bus closed while its journal was
+// still open (a bus the caller supplied and closed). When the journal
+// closes its own bus, the subscription ends with [ErrClosed] instead.
+var ErrBusClosed = errors.New("journal: bus closed")
+
+// errSubscriberClosed is the cause Close cancels the runner's context with,
+// telling the subscriber's own Close from its context ending.
+var errSubscriberClosed = errors.New("journal: subscription closed by its subscriber")
+
 // SubscribeOptions select what a [Subscription] delivers.
 type SubscribeOptions struct {
 	// FromSeq is the first sequence to deliver. 0 means only events
@@ -40,9 +49,13 @@ type SubscribeOptions struct {
 // messages are acknowledged at once, and when the buffer is full the
 // subscription stops holding envelopes and later re-reads them from the
 // store, in order, when the consumer reads again. Nothing is dropped.
+//
+// A subscription never ends by itself while its journal, bus and store
+// work: it ends when the subscriber calls Close or its context ends, or
+// with an error (see [Subscription.Err]).
 type Subscription struct {
 	out    chan events.Envelope
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	done   chan struct{}
 
 	mu  sync.Mutex
@@ -50,12 +63,24 @@ type Subscription struct {
 }
 
 // C returns the channel of envelopes. It is closed when the subscription
-// ends (Close, the context's end, the journal's bus closing, or a store
-// error — see Err).
+// ends; then [Subscription.Err] says why.
 func (s *Subscription) C() <-chan events.Envelope { return s.out }
 
-// Err returns why the subscription ended, or nil while it runs or after a
-// plain Close.
+// Err returns why the subscription ended, once C is closed:
+//
+//   - nil when the subscriber called Close;
+//   - ctx.Err() of the context passed to Subscribe (context.Canceled or
+//     context.DeadlineExceeded) when that ended, whether or not envelopes
+//     were still to come;
+//   - an error wrapping [ErrClosed] when the journal was closed, after
+//     everything stored by then was delivered;
+//   - an error wrapping [ErrBusClosed] when the bus closed under an open
+//     journal, after everything stored by then was delivered;
+//   - an error wrapping the store's error when reading the store failed.
+//
+// Whichever comes first decides: a Close after the subscription ended for
+// another reason leaves that reason. Err returns nil while the
+// subscription runs. It is safe to call concurrently.
 func (s *Subscription) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -64,12 +89,12 @@ func (s *Subscription) Err() error {
 
 // Close ends the subscription and waits for its goroutine. Idempotent.
 func (s *Subscription) Close() {
-	s.cancel()
+	s.cancel(errSubscriberClosed)
 	<-s.done
 }
 
-// Subscribe starts a subscription. It ends when ctx is done or Close is
-// called.
+// Subscribe starts a subscription. It runs until the subscriber calls
+// Close, ctx ends, or it fails (see [Subscription.Err]).
 func (j *Journal) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscription, error) {
 	j.mu.Lock()
 	closed := j.closed
@@ -77,19 +102,19 @@ func (j *Journal) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 	if closed {
 		return nil, ErrClosed
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	// Subscribe to the bus before deciding where to start, so nothing
 	// appended in between is missed.
 	msgs, err := j.sub.Subscribe(ctx, j.topic)
 	if err != nil {
-		cancel()
+		cancel(nil)
 		return nil, fmt.Errorf("journal: subscribe: %w", err)
 	}
 	next := opts.FromSeq
 	if next == 0 {
 		last, err := j.st.LastSeq(ctx)
 		if err != nil {
-			cancel()
+			cancel(nil)
 			return nil, fmt.Errorf("journal: subscribe: %w", err)
 		}
 		next = last + 1
@@ -123,18 +148,19 @@ type runner struct {
 func (r *runner) run(ctx context.Context, msgs <-chan *message.Message) {
 	defer close(r.s.done)
 	defer close(r.s.out)
-	defer r.s.cancel()
+	defer r.s.cancel(nil)
 	// First catch up with history when the subscription starts in the past.
-	if last, err := r.j.st.LastSeq(ctx); err == nil && last > r.high {
-		r.high = last
+	last, err := r.j.st.LastSeq(ctx)
+	if err != nil {
+		r.end(ctx, err)
+		return
 	}
+	r.high = max(r.high, last)
 	for {
 		if len(r.pending) == 0 && r.high >= r.next {
 			before := r.next
 			if err := r.fill(ctx); err != nil {
-				if ctx.Err() == nil {
-					r.fail(err)
-				}
+				r.end(ctx, err)
 				return
 			}
 			if r.next == before {
@@ -150,11 +176,12 @@ func (r *runner) run(ctx context.Context, msgs <-chan *message.Message) {
 		}
 		select {
 		case <-ctx.Done():
+			r.end(ctx, nil)
 			return
 		case msg, ok := <-msgs:
 			if !ok {
-				// The bus closed: deliver what is known, then end.
-				r.drain(ctx)
+				// The bus closed: deliver what is stored, then end.
+				r.end(ctx, r.drain(ctx))
 				return
 			}
 			r.take(msg)
@@ -205,23 +232,37 @@ func (r *runner) fill(ctx context.Context) error {
 	return nil
 }
 
-// drain delivers everything stored up to the end, for a bus that closed.
-func (r *runner) drain(ctx context.Context) {
+// drain delivers everything stored up to the end, for a bus that closed,
+// and returns why the subscription ends: the bus closing, or that and the
+// store read that failed.
+func (r *runner) drain(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err // the bus ended the subscription because ctx did
+	}
+	closed := ErrBusClosed
+	r.j.mu.Lock()
+	if r.j.closed {
+		closed = ErrClosed
+	}
+	r.j.mu.Unlock()
 	for {
 		for _, env := range r.pending {
 			select {
 			case r.s.out <- env:
 			case <-ctx.Done():
-				return
+				return ctx.Err()
 			}
 		}
 		r.pending = r.pending[:0]
 		last, err := r.j.st.LastSeq(ctx)
-		if err != nil || last < r.next {
-			return
+		if err == nil && last < r.next {
+			return closed
 		}
-		if err := r.fill(ctx); err != nil {
-			return
+		if err == nil {
+			err = r.fill(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("%w, and reading the store failed: %w", closed, err)
 		}
 	}
 }
@@ -233,10 +274,20 @@ func (r *runner) match(env events.Envelope) bool {
 	return len(r.opts.Types) == 0 || slices.Contains(r.opts.Types, env.Type)
 }
 
-func (r *runner) fail(err error) {
+// end records why the subscription ends: nothing when the subscriber
+// called Close, ctx.Err() when the subscriber's context ended (whatever
+// err says: a read that failed then is that end's echo), else err, which
+// is never nil then.
+func (r *runner) end(ctx context.Context, err error) {
+	switch {
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errSubscriberClosed):
+		err = nil
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	default:
+		err = fmt.Errorf("journal: subscription: %w", err)
+	}
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
-	if r.s.err == nil && !errors.Is(err, context.Canceled) {
-		r.s.err = fmt.Errorf("journal: subscription: %w", err)
-	}
+	r.s.err = err
 }
