@@ -8,9 +8,11 @@
 // never from the bus.
 //
 // Projections attached with [Journal.Attach] are kept current synchronously
-// inside Append, in sequence order; a projection that can checkpoint itself
-// is restored from the store's latest checkpoint and caught up from there,
-// so startup cost does not grow with history.
+// inside Append, in sequence order and without gaps: events that other
+// journals (other processes sharing the database) appended in between are
+// read from the store and applied first. A projection that can checkpoint
+// itself is restored from the store's latest checkpoint and caught up from
+// there, so startup cost does not grow with history.
 //
 // Example:
 //
@@ -79,6 +81,11 @@ type Options struct {
 }
 
 // Projection is a fold over envelopes, applied in sequence order.
+//
+// Once attached, a projection is given every stored envelope above its
+// LastSeq at [Journal.Attach] exactly once, in sequence order, whoever
+// appended it. The journal applies envelopes while holding its lock, so
+// Apply must not call the journal.
 type Projection interface {
 	Apply(env events.Envelope)
 	// LastSeq is the sequence of the last envelope applied (0 if none).
@@ -86,7 +93,10 @@ type Projection interface {
 }
 
 // Checkpointer is a [Projection] that can be saved to and restored from a
-// store checkpoint (see [store.Snapshotter]).
+// store checkpoint (see [store.Snapshotter]). The journal saves it at its
+// LastSeq, and only while that is no higher than the last envelope the
+// journal applied to it: a checkpointed projection should be fed by the
+// journal alone.
 type Checkpointer interface {
 	Projection
 	// Name identifies the checkpoint; change it when the format changes.
@@ -127,6 +137,13 @@ type attached struct {
 	p     Projection
 	cp    Checkpointer // nil when p cannot checkpoint
 	saved uint64       // seq of the last stored checkpoint
+	// next is the sequence p needs next: every envelope below it has been
+	// applied to p. The journal keeps it rather than asking p.LastSeq, which
+	// a projection may advance only for the envelopes it uses.
+	next uint64
+	// ahead is set once a checkpoint was skipped because p claimed
+	// sequences the journal did not apply to it, so that is logged once.
+	ahead bool
 }
 
 // New returns a journal on st. It does not take ownership of st: closing
@@ -191,6 +208,12 @@ func (j *Journal) Now() time.Time { return j.now() }
 // right after (Close waits until everything queued is published). A
 // publish failure is logged, not returned: the events are stored, and
 // subscribers catch up from the store.
+//
+// When the store holds events the projections have not seen below the new
+// ones (another process appended them), Append reads those from the store
+// and applies them first. If that read fails, it is logged and the
+// projections stay at the last envelope they saw, without the new ones; the
+// next Append catches them up.
 func (j *Journal) Append(ctx context.Context, session string, evs ...events.Event) ([]events.Envelope, error) {
 	return j.AppendCorrelated(ctx, session, "", evs...)
 }
@@ -235,16 +258,68 @@ func (j *Journal) AppendEnvelopes(ctx context.Context, session string, envs []ev
 		j.mu.Unlock()
 		return nil, fmt.Errorf("journal: append to %q: %w", session, err)
 	}
-	for _, a := range j.projections {
-		for _, env := range stored {
-			a.p.Apply(env)
-		}
-		j.maybeCheckpoint(ctx, a, false)
-	}
+	j.project(ctx, stored)
 	// Queued under j.mu, so batches are published in sequence order.
 	j.pubq <- stored
 	j.mu.Unlock()
 	return stored, nil
+}
+
+// project applies stored, just appended, to every attached projection in
+// sequence order, after the events below it the projection has not seen,
+// read from the store; then it stores the checkpoints that are due. A
+// projection never skips a sequence: one whose gap cannot be read stays
+// where it is. Requires j.mu.
+func (j *Journal) project(ctx context.Context, stored []events.Envelope) {
+	if len(j.projections) == 0 {
+		return
+	}
+	// The events are stored: keeping the projections current no longer
+	// depends on the caller's context.
+	ctx = context.WithoutCancel(ctx)
+	for _, env := range stored {
+		j.catchUp(ctx, env.Seq)
+		j.apply(env)
+	}
+	for _, a := range j.projections {
+		j.maybeCheckpoint(ctx, a, false)
+	}
+}
+
+// catchUp applies the stored events below seq to the projections that
+// have not seen them, reading the store once from the lowest sequence any
+// of them needs. A failed read is logged and leaves them behind. Requires
+// j.mu.
+func (j *Journal) catchUp(ctx context.Context, seq uint64) {
+	from := seq
+	for _, a := range j.projections {
+		from = min(from, a.next)
+	}
+	if from == seq {
+		return
+	}
+	for env, err := range j.st.ReadAll(ctx, from) {
+		if err != nil {
+			j.log.Warn("journal: read events appended elsewhere; projections catch up at the next append",
+				"from", from, "to", seq-1, "err", err)
+			return
+		}
+		if env.Seq >= seq {
+			return
+		}
+		j.apply(env)
+	}
+}
+
+// apply applies env to each projection whose next sequence it is.
+// Requires j.mu.
+func (j *Journal) apply(env events.Envelope) {
+	for _, a := range j.projections {
+		if a.next == env.Seq {
+			a.p.Apply(env)
+			a.next++
+		}
+	}
 }
 
 // publishLoop publishes queued batches in order until the queue closes.
@@ -332,8 +407,11 @@ func envelopeOf(msg *message.Message) (events.Envelope, error) {
 
 // Attach restores p from the store's checkpoint when p is a [Checkpointer]
 // and the store a [store.Snapshotter], catches it up from the store, and
-// from then on applies every appended envelope to p inside Append. Appends
-// wait while p catches up. p must not be attached twice.
+// from then on applies every stored envelope to p inside Append: the
+// journal's own and, read from the store before them, those other journals
+// on the same store appended meanwhile (so p learns of those at this
+// journal's next Append). Appends wait while p catches up. p must not be
+// attached twice.
 func (j *Journal) Attach(ctx context.Context, p Projection) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -358,11 +436,13 @@ func (j *Journal) Attach(ctx context.Context, p Projection) error {
 			}
 		}
 	}
-	for env, err := range j.st.ReadAll(ctx, p.LastSeq()+1) {
+	a.next = p.LastSeq() + 1
+	for env, err := range j.st.ReadAll(ctx, a.next) {
 		if err != nil {
 			return fmt.Errorf("journal: catch up %T: %w", p, err)
 		}
 		p.Apply(env)
+		a.next = env.Seq + 1
 	}
 	j.maybeCheckpoint(ctx, a, false)
 	j.projections = append(j.projections, a)
@@ -370,8 +450,11 @@ func (j *Journal) Attach(ctx context.Context, p Projection) error {
 }
 
 // maybeCheckpoint stores a's checkpoint when it lags by checkpointEvery
-// events or more (or always when force is set). Best effort: failures are
-// logged. Requires j.mu.
+// events or more (or always when force is set), at the projection's
+// LastSeq. It never stores one above the last envelope the journal applied
+// to a: such a checkpoint would claim events the projection never saw, and
+// a process restoring it would skip them for good. Best effort: failures
+// are logged. Requires j.mu.
 func (j *Journal) maybeCheckpoint(ctx context.Context, a *attached, force bool) {
 	if a.cp == nil {
 		return
@@ -382,6 +465,14 @@ func (j *Journal) maybeCheckpoint(ctx context.Context, a *attached, force bool) 
 	}
 	seq := a.p.LastSeq()
 	if seq <= a.saved || (!force && seq-a.saved < uint64(j.checkpointEvery)) {
+		return
+	}
+	if seq >= a.next {
+		if !a.ahead {
+			a.ahead = true
+			j.log.Warn("journal: checkpoint not saved: the projection claims events the journal did not apply to it",
+				"name", a.cp.Name(), "lastSeq", seq, "applied", a.next-1)
+		}
 		return
 	}
 	data, err := a.cp.MarshalSnapshot()
