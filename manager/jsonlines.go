@@ -2,85 +2,244 @@ package manager
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"unicode/utf8"
 )
 
-// jsonLines filters a stdio server's stdout down to the lines that can be
-// JSON-RPC messages: a line whose first non-blank byte is '{' or '[' passes
-// through unchanged; any other line (a banner, a stray print, a log line)
-// is dropped, as peer hosts do, instead of ending the connection. It
-// buffers nothing beyond one read, so a long line is streamed, never held.
-type jsonLines struct {
-	r   io.Reader
-	log *slog.Logger // the server's logger; dropped lines are logged at Debug
+// DefaultMaxMessageSize is the default of [Options.MaxMessageSize]: 16 MiB,
+// the go-sdk's own default bound on one line.
+const DefaultMaxMessageSize = 16 << 20
 
-	raw     []byte // read buffer
-	buf     []byte // unread part of raw
-	err     error  // error of the underlying reader, returned once buf is empty
-	state   lineState
-	dropped int
+// jsonLines filters a stdio server's stdout down to JSON-RPC messages, one
+// per line, as peer hosts do:
+//
+//   - A line that is a JSON-RPC 2.0 message or batch ([isJSONRPC]) is
+//     passed on (trimmed, with a newline).
+//   - Any other line (a banner, a log line such as "[INFO] ready" or a
+//     JSON log record) is skipped instead of ending the connection; it is
+//     counted, logged at Debug and noted in the server's stderr buffer, so
+//     that errors quoting the stderr tail show it.
+//   - A line longer than limit bytes is discarded as it is read, never
+//     held; when it was the response to a request, a JSON-RPC error
+//     response with the same id, naming the limit and the server, is
+//     passed on in its place, so that one call fails and the connection
+//     stays up.
+//
+// It holds at most one line of up to limit bytes.
+type jsonLines struct {
+	r      io.Reader
+	server string
+	limit  int
+	stderr *ringBuffer  // where skipped lines are noted (nil: nowhere)
+	log    *slog.Logger // the server's logger
+
+	raw  []byte        // read buffer
+	buf  []byte        // unread part of raw
+	err  error         // error of the underlying reader, returned once everything before it was
+	line []byte        // the start of a line that began in an earlier read
+	out  []byte        // what Read returns next: one message line
+	big  *topLevelScan // set while discarding a line longer than limit
+
+	skipped   int // lines that were not JSON-RPC
+	oversized int // lines longer than limit
 }
 
-type lineState int
-
-const (
-	lineStart lineState = iota // before the first non-blank byte of a line
-	linePass                   // inside a JSON line
-	lineDrop                   // inside a line being dropped
-)
-
-func newJSONLines(r io.Reader, log *slog.Logger) *jsonLines {
-	return &jsonLines{r: r, log: log, raw: make([]byte, 32<<10)}
+func newJSONLines(r io.Reader, server string, limit int, stderr *ringBuffer, log *slog.Logger) *jsonLines {
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	return &jsonLines{r: r, server: server, limit: limit, stderr: stderr, log: log, raw: make([]byte, 32<<10)}
 }
 
 func (f *jsonLines) Read(p []byte) (int, error) {
-	for {
+	for len(f.out) == 0 {
 		if len(f.buf) == 0 {
 			if f.err != nil {
+				f.finish()
+				if len(f.out) > 0 {
+					break
+				}
 				return 0, f.err
 			}
 			n, err := f.r.Read(f.raw)
 			f.buf, f.err = f.raw[:n], err
-			if n == 0 {
-				continue
-			}
+			continue
 		}
-		out := 0
-		for len(f.buf) > 0 && out < len(p) {
-			switch f.state {
-			case lineStart:
-				switch c := f.buf[0]; c {
-				case ' ', '\t', '\r', '\n':
-					f.buf = f.buf[1:]
-				case '{', '[':
-					f.state = linePass
-				default:
-					f.state = lineDrop
-					f.dropped++
-					f.log.Debug("MCP server wrote a non-JSON line to stdout; skipped", "lines", f.dropped)
-				}
-			case linePass:
-				end := len(f.buf)
-				if i := bytes.IndexByte(f.buf, '\n'); i >= 0 {
-					end = i + 1
-				}
-				k := copy(p[out:], f.buf[:end])
-				out += k
-				if k == end && f.buf[end-1] == '\n' {
-					f.state = lineStart
-				}
-				f.buf = f.buf[k:]
-			case lineDrop:
-				if i := bytes.IndexByte(f.buf, '\n'); i >= 0 {
-					f.buf, f.state = f.buf[i+1:], lineStart
-				} else {
-					f.buf = f.buf[:0]
-				}
-			}
-		}
-		if out > 0 {
-			return out, nil
-		}
+		f.scan()
 	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	return n, nil
+}
+
+// scan consumes buf up to the end of the next line, or all of it when it
+// holds no line end, and sets out if that line is to be passed on. out
+// may point into raw or line: neither is written until out was read.
+func (f *jsonLines) scan() {
+	end := bytes.IndexByte(f.buf, '\n')
+	if f.big != nil {
+		if end < 0 {
+			f.big.feed(f.buf)
+			f.buf = nil
+			return
+		}
+		f.big.feed(f.buf[:end])
+		f.buf = f.buf[end+1:]
+		f.endOversized()
+		return
+	}
+	if end < 0 {
+		if len(f.line)+len(f.buf) > f.limit {
+			f.startOversized(f.buf)
+		} else {
+			f.line = append(f.line, f.buf...)
+		}
+		f.buf = nil
+		return
+	}
+	chunk := f.buf[:end+1]
+	f.buf = f.buf[end+1:]
+	if len(f.line)+len(chunk)-1 > f.limit {
+		f.startOversized(chunk[:len(chunk)-1])
+		f.endOversized()
+		return
+	}
+	line := chunk // the common case, a line within one read, is judged in place
+	if len(f.line) > 0 {
+		f.line = append(f.line, chunk...)
+		line = f.line
+	}
+	f.take(line)
+}
+
+// finish judges a last line without a newline at the end of the stream.
+func (f *jsonLines) finish() {
+	switch {
+	case f.big != nil:
+		f.endOversized()
+	case len(f.line) > 0:
+		f.take(append(f.line, '\n'))
+	}
+}
+
+// take passes line (ending in a newline) on when it is a JSON-RPC message,
+// and skips it otherwise.
+func (f *jsonLines) take(line []byte) {
+	defer f.resetLine()
+	lead := len(line) - len(bytes.TrimLeft(line, " \t\r"))
+	msg := bytes.TrimRight(line[lead:], " \t\r\n")
+	if len(msg) == 0 {
+		return // blank lines are not worth a note
+	}
+	if !isJSONRPC(msg) {
+		f.skipped++
+		f.log.Debug("MCP server wrote a stdout line that is not JSON-RPC; skipped", "lines", f.skipped)
+		f.note(fmt.Sprintf("skipped non-JSON-RPC stdout line %d: %s", f.skipped, excerpt(msg, 200)))
+		return
+	}
+	// The go-sdk accepts a message followed by "\n" or "\r\n" and
+	// nothing else on its line.
+	if rest := line[lead+len(msg):]; string(rest) == "\n" || string(rest) == "\r\n" {
+		f.out = line[lead:]
+		return
+	}
+	f.out = append(msg[:len(msg):len(msg)], '\n')
+}
+
+// resetLine empties line for the next one, keeping its memory unless a
+// long line grew it.
+func (f *jsonLines) resetLine() {
+	if cap(f.line) > 1<<20 {
+		f.line = nil
+		return
+	}
+	f.line = f.line[:0]
+}
+
+// startOversized begins discarding a line longer than limit: the part of
+// it in line and then rest.
+func (f *jsonLines) startOversized(rest []byte) {
+	f.big = &topLevelScan{}
+	f.big.feed(f.line)
+	f.big.feed(rest)
+	f.resetLine()
+}
+
+// endOversized ends the discarded line: when it answered a request, the
+// request gets an error in its place.
+func (f *jsonLines) endOversized() {
+	big := f.big
+	f.big = nil
+	f.oversized++
+	what := "message"
+	switch {
+	case !big.object:
+		what = "line"
+	case big.hasResult:
+		what = "result"
+	}
+	f.log.Warn("MCP server sent a stdout line over the message size limit; discarded", "bytes", big.size, "limit", f.limit)
+	f.note(fmt.Sprintf("discarded a stdout %s of %d bytes, over the %s limit", what, big.size, sizeText(f.limit)))
+	id, ok := big.responseID()
+	if !ok {
+		return
+	}
+	resp, err := json.Marshal(errorResponse{Version: "2.0", ID: id, Error: responseError{
+		Code: codeInternalError,
+		Message: fmt.Sprintf("MCP server %q sent a %s of %d bytes, over the %s limit on one message (manager Options.MaxMessageSize); it was discarded",
+			f.server, what, big.size, sizeText(f.limit)),
+	}})
+	if err != nil {
+		return // a valid id and a string cannot fail to marshal
+	}
+	f.out = append(resp, '\n')
+}
+
+// errorResponse is a JSON-RPC error response.
+type errorResponse struct {
+	Version string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   responseError   `json:"error"`
+}
+
+type responseError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// codeInternalError is JSON-RPC's "Internal error".
+const codeInternalError = -32603
+
+// note appends a line about the filter to the server's stderr buffer.
+func (f *jsonLines) note(msg string) {
+	if f.stderr != nil {
+		f.stderr.note("[mcplife: " + msg + "]")
+	}
+}
+
+// excerpt returns the first n bytes of b, cut at a rune boundary, with
+// invalid UTF-8 replaced, and "…" when cut.
+func excerpt(b []byte, n int) string {
+	if len(b) <= n {
+		return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	return string(bytes.ToValidUTF8(b[:cut], []byte("\uFFFD"))) + "…"
+}
+
+// sizeText returns n bytes as "16 MiB", "64 KiB" or "1000 bytes".
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -2,6 +2,8 @@ package manager
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -9,38 +11,250 @@ import (
 	"testing/iotest"
 )
 
-func TestJSONLinesSkipsWhatCannotBeJSON(t *testing.T) {
-	big := `{"jsonrpc":"2.0","result":"` + strings.Repeat("x", 200<<10) + `"}` + "\n"
+// readers returns in read whole, a byte at a time and in halves.
+func readers(in string) map[string]func() io.Reader {
+	return map[string]func() io.Reader{
+		"whole":    func() io.Reader { return strings.NewReader(in) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in)) },
+		"halves":   func() io.Reader { return iotest.HalfReader(strings.NewReader(in)) },
+	}
+}
+
+func TestJSONLinesPassesOnlyJSONRPC(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":7,"result":{"text":"` + strings.Repeat("x", 200<<10) + `"}}`
+	msgs := []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}`,
+		`[{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}},{"jsonrpc":"2.0","method":"ping","id":"p"}]`,
+		big,
+		`{"id":3,"result":[1,2,{"a":null}],"jsonrpc":"2.0"}`,
+	}
 	in := "Server starting on stdio...\n" +
-		`{"jsonrpc":"2.0","id":1}` + "\n" +
+		"[INFO] Starting MCP server\n" +
+		msgs[0] + "\n" +
+		`{"level":30,"time":1700000000000,"pid":42,"hostname":"h","msg":"listening"}` + "\n" +
 		"\n   \r\n" +
-		"  [1,2]\n" +
+		"  " + msgs[1] + "  \r\n" + // blanks around a message are dropped
+		"[1,2]\n" +
+		`{"jsonrpc":"2.0","id":1}` + "\n" + // neither method nor result
+		`{"jsonrpc":"1.0","id":1,"result":1}` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"result":1} trailing` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"result":` + "\n" + // cut short
+		msgs[2] + "\r\n" +
 		"DEBUG: {not at the start}\n" +
-		big +
-		"trailing banner without newline"
-	want := `{"jsonrpc":"2.0","id":1}` + "\n" + "[1,2]\n" + big
-	for name, r := range map[string]io.Reader{
-		"whole":    strings.NewReader(in),
-		"one byte": iotest.OneByteReader(strings.NewReader(in)),
-		"halves":   iotest.HalfReader(strings.NewReader(in)),
-	} {
-		f := newJSONLines(r, slog.New(slog.DiscardHandler))
-		got, err := io.ReadAll(iotest.OneByteReader(f))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !bytes.Equal(got, []byte(want)) {
-			t.Errorf("%s: got %d bytes %.80q…, want %d bytes", name, len(got), got, len(want))
-		}
-		if f.dropped != 3 {
-			t.Errorf("%s: dropped %d lines, want 3", name, f.dropped)
-		}
+		big + "\n" +
+		"[]\n" +
+		msgs[4] // the last line needs no newline
+	want := msgs[0] + "\n" + msgs[1] + "\n" + msgs[2] + "\r\n" + big + "\n" + msgs[4] + "\n"
+	const skipped = 10
+	for name, r := range readers(in) {
+		t.Run(name, func(t *testing.T) {
+			stderr := newRingBuffer(stderrLimit)
+			stderr.Write([]byte("a partial stderr line"))
+			f := newJSONLines(r(), "fx", 0, stderr, slog.New(slog.DiscardHandler))
+			got, err := io.ReadAll(iotest.OneByteReader(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, []byte(want)) {
+				t.Errorf("got %d bytes %.300q…, want %d bytes", len(got), got, len(want))
+			}
+			if f.skipped != skipped {
+				t.Errorf("skipped %d lines, want %d", f.skipped, skipped)
+			}
+			notes := string(stderr.Bytes())
+			for _, want := range []string{
+				"a partial stderr line\n[mcplife: skipped non-JSON-RPC stdout line 1: Server starting on stdio...]\n",
+				"[mcplife: skipped non-JSON-RPC stdout line 2: [INFO] Starting MCP server]\n",
+				`[mcplife: skipped non-JSON-RPC stdout line 3: {"level":30,"time":1700000000000,"pid":42,"hostname":"h","msg":"listening"}]` + "\n",
+				"[mcplife: skipped non-JSON-RPC stdout line 10: []]\n",
+			} {
+				contains(t, "stderr", notes, want)
+			}
+		})
 	}
 }
 
 func TestJSONLinesPassesReadErrors(t *testing.T) {
-	f := newJSONLines(iotest.ErrReader(io.ErrUnexpectedEOF), slog.New(slog.DiscardHandler))
+	f := newJSONLines(iotest.ErrReader(io.ErrUnexpectedEOF), "fx", 0, nil, slog.New(slog.DiscardHandler))
 	if _, err := f.Read(make([]byte, 8)); err != io.ErrUnexpectedEOF {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// TestJSONLinesAnswersOversizedResponses: a line over the limit is
+// discarded; a response among them is replaced by an error response with
+// its id, wherever the id was in the object, and the lines around pass.
+func TestJSONLinesAnswersOversizedResponses(t *testing.T) {
+	const limit = 1 << 10
+	pad := strings.Repeat(`a\"b,c}{[x`, 200) // quotes, commas and brackets inside a string
+	small := `{"jsonrpc":"2.0","id":9,"result":{}}`
+	first := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + pad + `"}]}}`
+	in := strings.Join([]string{
+		first,
+		small,
+		`{"jsonrpc":"2.0","result":{"content":[{"id":99,"text":"` + pad + `"}]},"id":"after"}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + pad + `"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"data":"` + pad + `"}}`,
+		`{"jsonrpc":"2.0","id":6,"error":{"code":1,"message":"` + pad + `"}}`,
+		strings.Repeat("log line ", 200),
+		small,
+		`{"jsonrpc":"2.0","id":{"odd":1},"result":"` + pad + `"}`,
+		`{"jsonrpc":"2.0","id":-7.5e3,"result":"` + pad + `"}`,
+		small,
+	}, "\n") + "\n"
+	for name, r := range readers(in) {
+		t.Run(name, func(t *testing.T) {
+			stderr := newRingBuffer(stderrLimit)
+			f := newJSONLines(r(), "bulky", limit, stderr, slog.New(slog.DiscardHandler))
+			got, err := io.ReadAll(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, line := range strings.Split(strings.TrimSuffix(string(got), "\n"), "\n") {
+				var m struct {
+					ID    json.RawMessage
+					Error *struct {
+						Code    int
+						Message string
+					}
+				}
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+				if m.Error == nil {
+					ids = append(ids, string(m.ID)+":ok")
+					continue
+				}
+				ids = append(ids, string(m.ID)+":error")
+				if m.Error.Code != codeInternalError {
+					t.Errorf("code %d", m.Error.Code)
+				}
+				contains(t, "error message", m.Error.Message, `MCP server "bulky" sent a`)
+				contains(t, "error message", m.Error.Message, "over the 1 KiB limit on one message (manager Options.MaxMessageSize)")
+			}
+			equal(t, "answers", ids, []string{`1:error`, `9:ok`, `"after":error`, `6:error`, `9:ok`, `-7.5e3:error`, `9:ok`})
+			if f.oversized != 8 {
+				t.Errorf("oversized %d, want 8", f.oversized)
+			}
+			notes := string(stderr.Bytes())
+			contains(t, "stderr", notes, fmt.Sprintf("[mcplife: discarded a stdout result of %d bytes, over the 1 KiB limit]\n", len(first)))
+			contains(t, "stderr", notes, "[mcplife: discarded a stdout line of 1800 bytes, over the 1 KiB limit]\n")
+		})
+	}
+}
+
+// TestJSONLinesLimit: a message of exactly limit bytes passes (its line
+// end does not count); one byte more does not.
+func TestJSONLinesLimit(t *testing.T) {
+	msg := `{"jsonrpc":"2.0","id":1,"result":"` + strings.Repeat("x", 100) + `"}`
+	for _, c := range []struct {
+		limit int
+		pass  bool
+	}{{len(msg), true}, {len(msg) - 1, false}} {
+		f := newJSONLines(strings.NewReader(msg+"\n"), "fx", c.limit, nil, slog.New(slog.DiscardHandler))
+		got, _ := io.ReadAll(f)
+		if passed := string(got) == msg+"\n"; passed != c.pass {
+			t.Errorf("limit %d: got %.60q…", c.limit, got)
+		}
+	}
+}
+
+func TestIsJSONRPC(t *testing.T) {
+	for line, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"result":null}`:                            true,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}`:               true,
+		`{"jsonrpc":"2.0","method":"x"}`:                                    true,
+		` { "jsonrpc" : "2.0" , "method" : "x" , "params" : [] } `:          true,
+		`[{"jsonrpc":"2.0","method":"x"}]`:                                  true,
+		`{"jsonrpc":"2.0","method":1}`:                                      false,
+		`{"jsonrpc":2.0,"method":"x"}`:                                      false,
+		`{"jsonrpc":"2.0","id":1}`:                                          false,
+		`{"jsonrpc":"2.0","result":1}`:                                      false,
+		`{"method":"x"}`:                                                    false,
+		`{}`:                                                                false,
+		`[]`:                                                                false,
+		`[{"jsonrpc":"2.0","method":"x"},1]`:                                false,
+		`[INFO] Starting MCP server`:                                        false,
+		`{"level":30,"time":1,"msg":"ready"}`:                               false,
+		`{"jsonrpc":"2.0","method":"x"}{}`:                                  false,
+		`{"jsonrpc":"2.0","method":"x",}`:                                   false,
+		`{"jsonrpc":"2.0","method":"x\u00e9\n"}`:                            true,
+		`{"jsonrpc":"2.0","method":"x\q"}`:                                  false,
+		"{\"jsonrpc\":\"2.0\",\"method\":\"x\ty\"}":                         false,
+		`{"jsonrpc":"2.0","method":"x","p":[1,-0.5e+3,true,false,null,{}]}`: true,
+		`{"jsonrpc":"2.0","method":"x","p":01}`:                             false,
+		`{"jsonrpc":"2.0","method":"x","p":1.}`:                             false,
+		`{"jsonrpc":"2.0","method":"x","p":tru}`:                            false,
+	} {
+		if got := isJSONRPC([]byte(line)); got != want {
+			t.Errorf("isJSONRPC(%s) = %v, want %v", line, got, want)
+		}
+	}
+	deep := `{"jsonrpc":"2.0","method":"x","p":` + strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1) + "}"
+	if isJSONRPC([]byte(deep)) {
+		t.Error("accepted nesting deeper than encoding/json does")
+	}
+}
+
+// validJSON reports whether b is one JSON value, by the scanner of
+// [isJSONRPC].
+func validJSON(b []byte) bool {
+	s := jsonScanner{b: b}
+	s.space()
+	ok := s.value()
+	s.space()
+	return ok && s.i == len(b)
+}
+
+// FuzzJSONScanner checks the scanner against encoding/json.
+func FuzzJSONScanner(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,2,{"b":"c\"\\\/\b\f\n\r\t\u0041"}],"d":-0.5e+10,"e":true,"f":false,"g":null}`,
+		`[]`, `{}`, `""`, `0`, `-`, `1e`, `01`, `"\u12"`, `{"a" 1}`, `[1,]`, "\"\x01\"", "\"\xff\"", ` 1 `, `1 2`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", b, got, want)
+		}
+	})
+}
+
+// BenchmarkJSONLines measures the filter on a typical tool-call response
+// of about 200 bytes.
+func BenchmarkJSONLines(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"` +
+		strings.Repeat("lorem ipsum ", 9) + `"}],"structuredContent":{"text":"ok"},"isError":false}}` + "\n")
+	if !isJSONRPC(bytes.TrimSpace(line)) {
+		b.Fatal("not a message")
+	}
+	src := &repeatReader{line: line}
+	f := newJSONLines(src, "fx", 0, nil, slog.New(slog.DiscardHandler))
+	buf := make([]byte, 4096)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		src.left = 1
+		n, err := f.Read(buf)
+		if err != nil || n != len(line) {
+			b.Fatal(n, err)
+		}
+	}
+}
+
+// repeatReader returns line once per Read while left > 0.
+type repeatReader struct {
+	line []byte
+	left int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, fmt.Errorf("repeatReader: read past the line")
+	}
+	r.left--
+	return copy(p, r.line), nil
 }

@@ -74,6 +74,12 @@ type Options struct {
 	// coalesced into the next re-list, so a server that sends them in a
 	// loop costs one tools/list per interval.
 	RelistInterval time.Duration
+	// MaxMessageSize is the longest message a stdio server may send, in
+	// bytes: one line of its stdout (default [DefaultMaxMessageSize],
+	// 16 MiB). A longer line is discarded as it is read; when it answers
+	// a call, that call fails with an error naming the limit and the
+	// server stays connected.
+	MaxMessageSize int
 	// OnGate, when set, is called once per connect round when the startup
 	// gate has decided every server's outcome (ready, failed, deferred or
 	// awaited), before ConnectServers waits for the awaited ones and before
@@ -178,8 +184,14 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	if o.Gate < 0 {
 		errs = append(errs, fmt.Errorf("manager: negative gate %v", o.Gate))
 	}
+	if o.MaxMessageSize < 0 {
+		errs = append(errs, fmt.Errorf("manager: negative MaxMessageSize %d", o.MaxMessageSize))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
 	}
 	if o.Gate == 0 {
 		o.Gate = DefaultGate

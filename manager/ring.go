@@ -13,6 +13,7 @@ type ringBuffer struct {
 	start int
 	full  bool
 	limit int
+	last  byte // the last byte written
 }
 
 func newRingBuffer(limit int) *ringBuffer { return &ringBuffer{limit: limit} }
@@ -20,13 +21,33 @@ func newRingBuffer(limit int) *ringBuffer { return &ringBuffer{limit: limit} }
 // Write appends p, dropping the oldest bytes beyond the limit. It never
 // fails.
 func (r *ringBuffer) Write(p []byte) (int, error) {
-	n := len(p)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.write(p)
+	return len(p), nil
+}
+
+// note appends the line msg, on a line of its own: after a newline if
+// the bytes before it did not end in one.
+func (r *ringBuffer) note(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) > 0 && r.last != '\n' {
+		r.write([]byte{'\n'})
+	}
+	r.write([]byte(msg + "\n"))
+}
+
+// write appends p. Requires r.mu.
+func (r *ringBuffer) write(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	r.last = p[len(p)-1]
 	if len(p) >= r.limit {
 		r.buf = append(r.buf[:0], p[len(p)-r.limit:]...)
 		r.start, r.full = 0, true
-		return n, nil
+		return
 	}
 	if !r.full {
 		room := r.limit - len(r.buf)
@@ -35,7 +56,7 @@ func (r *ringBuffer) Write(p []byte) (int, error) {
 			if len(r.buf) == r.limit {
 				r.full = true
 			}
-			return n, nil
+			return
 		}
 		r.buf = append(r.buf, p[:room]...)
 		p = p[room:]
@@ -46,7 +67,6 @@ func (r *ringBuffer) Write(p []byte) (int, error) {
 		p = p[c:]
 		r.start = (r.start + c) % r.limit
 	}
-	return n, nil
 }
 
 // Bytes returns a copy of the kept bytes, oldest first.

@@ -89,6 +89,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	if st, ok := t.(*stdioTransport); ok {
 		st.log = m.log.With("server", s.name)
+		st.server, st.maxMessage = s.name, m.opts.MaxMessageSize
 	}
 	lc := &liveConn{relist: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, &mcp.ClientOptions{

@@ -221,6 +221,10 @@ type stdioTransport struct {
 
 	log  *slog.Logger // the server's logger (nil: discard)
 	proc *process     // set by Connect
+	// server names the server in errors; maxMessage is the longest line
+	// of stdout passed on (0: [DefaultMaxMessageSize]; see [jsonLines]).
+	server     string
+	maxMessage int
 }
 
 // Connect starts the process. It is called once, by the go-sdk client.
@@ -237,13 +241,17 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return (&mcp.IOTransport{Reader: stdoutReader{p, newJSONLines(p.stdout, log)}, Writer: stdinWriter{p}}).Connect(ctx)
+	lines := newJSONLines(p.stdout, t.server, t.maxMessage, p.stderr, log)
+	// The filter bounds every line it passes, and answers a request whose
+	// response was too long; the go-sdk's own bound would end the whole
+	// connection instead, so it is off.
+	return (&mcp.IOTransport{Reader: stdoutReader{p, lines}, Writer: stdinWriter{p}, MaxLineLength: -1}).Connect(ctx)
 }
 
-// stdoutReader reads the child's stdout, skipping lines that are not JSON
-// (see [jsonLines]). Its Close does nothing: the connection's Close closes
-// the reader first and the writer second, and the writer's Close (the
-// teardown) closes stdout once the group is gone.
+// stdoutReader reads the child's stdout, skipping lines that are not
+// JSON-RPC (see [jsonLines]). Its Close does nothing: the connection's
+// Close closes the reader first and the writer second, and the writer's
+// Close (the teardown) closes stdout once the group is gone.
 type stdoutReader struct {
 	p     *process
 	lines *jsonLines

@@ -1,0 +1,63 @@
+package manager
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/projector"
+)
+
+// TestOversizedResultFailsOnlyTheCall: a result over the message size
+// limit fails its call with an error naming the server and the limit; the
+// server stays connected and answers the next call, and the failure is
+// recorded as the call's, not as a disconnect.
+func TestOversizedResultFailsOnlyTheCall(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		limit int // Options.MaxMessageSize
+		bytes int // the result's text
+		shown string
+	}{
+		{"default", 0, 17 << 20, "16 MiB"},
+		{"configured", 1 << 20, 1<<20 + 1, "1 MiB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, &Options{MaxMessageSize: c.limit})
+			ctx := testCtx(t)
+			res, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "bulky", "only=big_result,echo")}, nil)
+			if err != nil || len(res.Errors) > 0 {
+				t.Fatal(res.Errors, err)
+			}
+			r, err := tool(t, e.m, "mcp_bulky_big_result").Call(ctx, map[string]any{"bytes": c.bytes})
+			if err != nil || !r.IsError {
+				t.Fatalf("oversized call: %.200v %v", r, err)
+			}
+			for _, want := range []string{`MCP server "bulky" sent a result of `, "over the " + c.shown + " limit on one message (manager Options.MaxMessageSize)"} {
+				contains(t, "oversized call", r.Text(), want)
+			}
+			t.Logf("error: %s", r.Text())
+			r, err = tool(t, e.m, "mcp_bulky_echo").Call(ctx, map[string]any{"text": "still here"})
+			if err != nil || r.IsError || r.Text() != "still here" {
+				t.Fatalf("next call: %+v %v", r, err)
+			}
+			if st := e.m.Status("bulky"); st != projector.StatusConnected {
+				t.Fatalf("status %s", st)
+			}
+			if d := ofType[*events.Disconnected](e, "s1"); len(d) > 0 {
+				t.Fatalf("disconnected: %+v", d[0])
+			}
+			fins := ofType[*events.ToolCallFinished](e, "s1")
+			if len(fins) != 2 || !fins[0].IsError || !strings.Contains(fins[0].Error, "over the "+c.shown+" limit") || fins[1].IsError {
+				t.Fatalf("ToolCallFinished %+v", fins)
+			}
+		})
+	}
+}
+
+func TestNegativeMaxMessageSizeRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	if _, err := New(e.j, "s2", &Options{MaxMessageSize: -1}); err == nil || !strings.Contains(err.Error(), "negative MaxMessageSize") {
+		t.Fatalf("New: %v", err)
+	}
+}
