@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -47,13 +48,24 @@ type process struct {
 	exited     chan struct{} // closed once the child was reaped
 	state      *os.ProcessState
 
+	// marker is the environment entry that marks the processes started
+	// for this server ("" where teardown does not look for them); root
+	// is the child, whose descendants teardown looks for.
+	marker string
+	root   procID
+
 	once    sync.Once
 	termErr error
 }
 
-// startProcess starts command with args in dir, with env as its complete
-// environment, in a new process group.
+// startProcess starts command with args in dir, with env and the
+// server's instance marker as its complete environment, in a new process
+// group.
 func startProcess(command string, args []string, env []string, dir string) (*process, error) {
+	marker := newInstanceMarker()
+	if marker != "" {
+		env = append(env[:len(env):len(env)], marker) // the last entry of a name wins
+	}
 	cmd := exec.Command(command, args...)
 	cmd.Env = env
 	cmd.Dir = dir
@@ -105,6 +117,8 @@ func startProcess(command string, args []string, env []string, dir string) (*pro
 		stderrR:    errR,
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
+		marker:     marker,
+		root:       processID(cmd.Process.Pid),
 	}
 	go func() {
 		defer close(p.stderrDone)
@@ -156,38 +170,45 @@ func (p *process) stderrTail() string {
 	return string(bytes.TrimSpace(p.stderr.Bytes()))
 }
 
-// terminate shuts the server down as SPEC §7 says: close stdin, wait
-// briefly, then signal the whole group with SIGTERM and, if members remain,
-// SIGKILL. It waits for the child to be reaped and for stderr to drain. It
-// is idempotent and safe to call concurrently; every caller gets the same
-// result.
+// terminate shuts the server down: close stdin, wait briefly, then signal
+// the whole group, and every descendant that left it, with SIGTERM and, if
+// any remain, SIGKILL. It waits for the child to be reaped and for stderr
+// to drain. It is idempotent and safe to call concurrently; every caller
+// gets the same result.
+//
+// Descendants outside the group are found as [findDescendants] can on
+// this platform (on Linux: by parent links and by the instance marker in
+// their environment; elsewhere not at all).
 func (p *process) terminate() error {
 	p.once.Do(func() { p.termErr = p.doTerminate() })
 	return p.termErr
 }
 
 func (p *process) doTerminate() error {
+	// Look before stdin closes: once the child exits, its children are
+	// reparented and only the marker leads to them.
+	desc := findDescendants(p.root, p.marker)
 	p.stdin.Close()
 	select {
 	case <-p.exited:
 	case <-time.After(stdinGrace):
 	}
+	desc = addProcs(desc, findDescendants(p.root, p.marker))
 	var errs []error
-	if groupAlive(p.pgid) {
-		if err := syscall.Kill(-p.pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("SIGTERM group %d: %w", p.pgid, err))
-		}
-		if !waitGroupGone(p.pgid, p.exited, termGrace) {
-			if err := syscall.Kill(-p.pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				errs = append(errs, fmt.Errorf("SIGKILL group %d: %w", p.pgid, err))
-			}
+	if groupAlive(p.pgid) || anyRunning(desc) {
+		errs = append(errs, p.signal(syscall.SIGTERM, "SIGTERM", desc)...)
+		if !waitGone(p.pgid, desc, p.exited, termGrace) {
+			desc = addProcs(desc, findDescendants(p.root, p.marker))
+			errs = append(errs, p.signal(syscall.SIGKILL, "SIGKILL", desc)...)
+			// Bounded: a process in uninterruptible sleep dies late.
+			waitGone(p.pgid, desc, p.exited, termGrace)
 		}
 	}
 	<-p.exited // SIGKILL cannot be ignored
 	select {
 	case <-p.stderrDone:
 	case <-time.After(stderrDrain):
-		// A process that left the group still holds stderr; stop reading.
+		// A process that escaped teardown still holds stderr; stop reading.
 	}
 	p.stderrR.Close()
 	<-p.stderrDone
@@ -195,10 +216,45 @@ func (p *process) doTerminate() error {
 	return errors.Join(errs...)
 }
 
-// waitGroupGone waits until the child was reaped and no live member of the
-// group remains, or until limit passed. It reports whether the group is
-// gone.
-func waitGroupGone(pgid int, exited <-chan struct{}, limit time.Duration) bool {
+// signal sends sig to the group, if it has a live member, and to each of
+// desc that still runs.
+func (p *process) signal(sig syscall.Signal, name string, desc []procID) []error {
+	var errs []error
+	if groupAlive(p.pgid) {
+		if err := syscall.Kill(-p.pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("%s group %d: %w", name, p.pgid, err))
+		}
+	}
+	for _, d := range desc {
+		if !d.running() {
+			continue
+		}
+		if err := syscall.Kill(d.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("%s process %d: %w", name, d.pid, err))
+		}
+	}
+	return errs
+}
+
+// addProcs returns procs with those of more it lacks.
+func addProcs(procs, more []procID) []procID {
+	for _, m := range more {
+		if !slices.Contains(procs, m) {
+			procs = append(procs, m)
+		}
+	}
+	return procs
+}
+
+// anyRunning reports whether a process of procs still runs.
+func anyRunning(procs []procID) bool {
+	return slices.ContainsFunc(procs, procID.running)
+}
+
+// waitGone waits until the child was reaped, no live member of the group
+// remains and none of desc runs, or until limit passed. It reports
+// whether all are gone.
+func waitGone(pgid int, desc []procID, exited <-chan struct{}, limit time.Duration) bool {
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	tick := time.NewTicker(groupPoll)
@@ -206,7 +262,7 @@ func waitGroupGone(pgid int, exited <-chan struct{}, limit time.Duration) bool {
 	for {
 		select {
 		case <-exited:
-			if !groupAlive(pgid) {
+			if !groupAlive(pgid) && !anyRunning(desc) {
 				return true
 			}
 		default:
