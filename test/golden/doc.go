@@ -68,4 +68,13 @@
 // After every step the live view is compared with a replay of the stored
 // history; when the script ends the manager is closed, SessionClosed is
 // recorded, and the history must satisfy every invariant of package verify.
+//
+// # Files
+//
+// The harness is test code only, one file per role: script_test.go (the
+// config.json and script sections), run_test.go (playing a scenario
+// against a manager), record_test.go (the recorded history, clock, gate
+// and log), format_test.go (the output sections) and archive_test.go (the
+// txtar format, about a hundred lines, kept rather than pulling in the
+// golang.org/x/tools module for it).
 package golden

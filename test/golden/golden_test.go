@@ -32,14 +32,14 @@ func TestGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".txtar")
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			Run(t, file, *update)
+			runFile(t, file, *update)
 		})
 	}
 }
 
 func TestArchiveRoundTrip(t *testing.T) {
 	text := "a comment\n-- one --\nfirst\n-- two --\n-- three --\nlast line without newline"
-	a := ParseArchive([]byte(text))
+	a := parseArchive([]byte(text))
 	if a.Comment != "a comment\n" || len(a.Files) != 3 {
 		t.Fatalf("parsed %+v", a)
 	}
@@ -55,11 +55,11 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if got := string(a.Format()); got != want {
 		t.Errorf("format:\n%s\nwant:\n%s", got, want)
 	}
-	if again := ParseArchive(a.Format()); string(again.Format()) != want {
+	if again := parseArchive(a.Format()); string(again.Format()) != want {
 		t.Errorf("format is not stable")
 	}
 	// Marker-like lines need the exact shape.
-	b := ParseArchive([]byte("--x--\n-- --\n--  y  --\nz\n"))
+	b := parseArchive([]byte("--x--\n-- --\n--  y  --\nz\n"))
 	if len(b.Files) != 1 || b.Files[0].Name != "y" || b.Comment != "--x--\n-- --\n" {
 		t.Errorf("parsed %+v", b)
 	}
@@ -73,17 +73,17 @@ func TestReorderedEventsAreReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := ParseArchive(data)
-	evs, _ := a.Get(SectionEvents)
+	a := parseArchive(data)
+	evs, _ := a.Get(sectionEvents)
 	lines := strings.Split(evs, "\n")
 	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "ServerConnected alpha") })
 	if i < 0 {
 		t.Fatalf("no ServerConnected alpha in\n%s", evs)
 	}
 	lines[i], lines[i+1] = lines[i+1], lines[i]
-	a.Set(SectionEvents, strings.Join(lines, "\n"))
+	a.Set(sectionEvents, strings.Join(lines, "\n"))
 
-	reports := Compare("edited.txtar", a, Play(t, a))
+	reports := compareOutputs("edited.txtar", a, playArchive(t, a))
 	if len(reports) != 1 {
 		t.Fatalf("%d reports, want 1 (events):\n%s", len(reports), strings.Join(reports, "\n"))
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Archive is a txtar archive: a free-form comment followed by named
+// archive is a txtar archive: a free-form comment followed by named
 // sections. The format is that of golang.org/x/tools/txtar:
 //
 //	comment lines
@@ -17,22 +17,22 @@ import (
 // A line is a section marker when it starts with "-- ", ends with " --" and
 // names something in between. Everything before the first marker is the
 // comment.
-type Archive struct {
+type archive struct {
 	Comment string
-	Files   []File
+	Files   []archiveFile
 }
 
-// File is one section of an [Archive].
-type File struct {
+// archiveFile is one section of an [archive].
+type archiveFile struct {
 	Name string
 	Data string
 }
 
-// ParseArchive parses data as a txtar archive. It never fails: text that
+// parseArchive parses data as a txtar archive. It never fails: text that
 // holds no marker is all comment.
-func ParseArchive(data []byte) *Archive {
-	a := &Archive{}
-	var cur *File
+func parseArchive(data []byte) *archive {
+	a := &archive{}
+	var cur *archiveFile
 	var buf strings.Builder
 	flush := func() {
 		if cur == nil {
@@ -52,7 +52,7 @@ func ParseArchive(data []byte) *Archive {
 		}
 		if name, ok := marker(line); ok {
 			flush()
-			cur = &File{Name: name}
+			cur = &archiveFile{Name: name}
 			continue
 		}
 		buf.Write(line)
@@ -73,7 +73,7 @@ func marker(line []byte) (string, bool) {
 
 // Format returns the archive as txtar text. Every section and a non-empty
 // comment end with a newline.
-func (a *Archive) Format() []byte {
+func (a *archive) Format() []byte {
 	var b bytes.Buffer
 	b.WriteString(withNewline(a.Comment))
 	for _, f := range a.Files {
@@ -84,7 +84,7 @@ func (a *Archive) Format() []byte {
 }
 
 // Get returns the data of the named section.
-func (a *Archive) Get(name string) (string, bool) {
+func (a *archive) Get(name string) (string, bool) {
 	for _, f := range a.Files {
 		if f.Name == name {
 			return f.Data, true
@@ -94,14 +94,14 @@ func (a *Archive) Get(name string) (string, bool) {
 }
 
 // Set replaces the data of the named section, or appends the section.
-func (a *Archive) Set(name, data string) {
+func (a *archive) Set(name, data string) {
 	for i := range a.Files {
 		if a.Files[i].Name == name {
 			a.Files[i].Data = data
 			return
 		}
 	}
-	a.Files = append(a.Files, File{Name: name, Data: data})
+	a.Files = append(a.Files, archiveFile{Name: name, Data: data})
 }
 
 func withNewline(s string) string {
