@@ -163,43 +163,71 @@ func TestJSONLinesLimit(t *testing.T) {
 
 func TestIsJSONRPC(t *testing.T) {
 	for line, want := range map[string]bool{
-		`{"jsonrpc":"2.0","id":1,"result":null}`:                            true,
-		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}`:               true,
-		`{"jsonrpc":"2.0","method":"x"}`:                                    true,
-		` { "jsonrpc" : "2.0" , "method" : "x" , "params" : [] } `:          true,
-		`[{"jsonrpc":"2.0","method":"x"}]`:                                  true,
-		`{"jsonrpc":"2.0","method":1}`:                                      false,
-		`{"jsonrpc":2.0,"method":"x"}`:                                      false,
-		`{"jsonrpc":"2.0","id":1}`:                                          false,
-		`{"jsonrpc":"2.0","result":1}`:                                      false,
-		`{"method":"x"}`:                                                    false,
-		`{}`:                                                                false,
-		`[]`:                                                                false,
-		`[{"jsonrpc":"2.0","method":"x"},1]`:                                false,
-		`[INFO] Starting MCP server`:                                        false,
-		`{"level":30,"time":1,"msg":"ready"}`:                               false,
-		`{"jsonrpc":"2.0","method":"x"}{}`:                                  false,
-		`{"jsonrpc":"2.0","method":"x",}`:                                   false,
-		`{"jsonrpc":"2.0","method":"x\u00e9\n"}`:                            true,
-		`{"jsonrpc":"2.0","method":"x\q"}`:                                  false,
-		"{\"jsonrpc\":\"2.0\",\"method\":\"x\ty\"}":                         false,
+		`{"jsonrpc":"2.0","id":1,"result":null}`:                   true,
+		`{"jsonrpc":"2.0","method":"x"}`:                           true,
+		` { "jsonrpc" : "2.0" , "method" : "x" , "params" : [] } `: true,
+		`[{"jsonrpc":"2.0","method":"x"}]`:                         true,
+		`{"jsonrpc":"2.0","method":1}`:                             false,
+		`{"jsonrpc":2.0,"method":"x"}`:                             false,
+		`{"jsonrpc":"2.0","id":1}`:                                 false,
+		`{"jsonrpc":"2.0","result":1}`:                             false,
+		`{"method":"x"}`:                                           false,
+		`{}`:                                                       false,
+		`[]`:                                                       false,
+		`[{"jsonrpc":"2.0","method":"x"},1]`:                       false,
+		`[INFO] Starting MCP server`:                               false,
+		`{"level":30,"time":1,"msg":"ready"}`:                      false,
+		`{"jsonrpc":"2.0","method":"x"}{}`:                         false,
+		`{"jsonrpc":"2.0","method":"x",}`:                          false,
+		`{"jsonrpc":"2.0","method":"x\u00e9\n"}`:                   true,
+		`{"jsonrpc":"2.0","method":"x\q"}`:                         false,
+		"{\"jsonrpc\":\"2.0\",\"method\":\"x\ty\"}":                false,
 		`{"jsonrpc":"2.0","method":"x","p":[1,-0.5e+3,true,false,null,{}]}`: true,
 		`{"jsonrpc":"2.0","method":"x","p":01}`:                             false,
 		`{"jsonrpc":"2.0","method":"x","p":1.}`:                             false,
 		`{"jsonrpc":"2.0","method":"x","p":tru}`:                            false,
+		// What the go-sdk would fail to decode, ending the connection.
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}`: false,
+		`{"jsonrpc":"2.0","id":true,"result":1}`:                                false,
+		`{"jsonrpc":"2.0","id":[1],"result":1}`:                                 false,
+		`{"jsonrpc":"2.0","id":"a","result":1}`:                                 true,
+		`{"jsonrpc":"2.0","id":-1.5,"result":1}`:                                true,
+		`{"jsonrpc":"2.0","id":{},"method":"x"}`:                                false,
+		`{"jsonrpc":"2.0","id":null,"method":"x"}`:                              true,
+		`{"jsonrpc":"2.0","method":null}`:                                       false,
+		`{"jsonrpc":"2.0","method":5,"id":1,"result":1}`:                        false,
+		`{"jsonrpc":"2.0","id":1,"error":"failed"}`:                             false,
+		`{"jsonrpc":"2.0","id":1,"error":null}`:                                 true,
+		`{"jsonrpc":"2.0","id":1,"error":{}}`:                                   true,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}`:           false,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1e3,"message":"m"}}`:           false,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":99999999999999999999}}`:        false,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-9223372036854775808}}`:        true,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":2}}`:               false,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":[{}]}}`: true,
 	} {
 		if got := isJSONRPC([]byte(line)); got != want {
 			t.Errorf("isJSONRPC(%s) = %v, want %v", line, got, want)
 		}
 	}
-	deep := `{"jsonrpc":"2.0","method":"x","p":` + strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1) + "}"
-	if isJSONRPC([]byte(deep)) {
-		t.Error("accepted nesting deeper than encoding/json does")
+	// The go-sdk decodes nesting up to 1000 deep, the message included.
+	nested := func(n int) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"x","p":` + strings.Repeat("[", n) + strings.Repeat("]", n) + "}")
+	}
+	if !isJSONRPC(nested(999)) || isJSONRPC(nested(1000)) {
+		t.Error("nesting limit is not the go-sdk's")
+	}
+	batch := func(n int) []byte {
+		return []byte(`[{"jsonrpc":"2.0","method":"x","p":` + strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) + "}]")
+	}
+	if !isJSONRPC(batch(998)) || isJSONRPC(batch(999)) {
+		t.Error("nesting limit in a batch is not the go-sdk's")
 	}
 }
 
 // validJSON reports whether b is one JSON value, by the scanner of
-// [isJSONRPC].
+// [isJSONRPC] (whose nesting limit, lower than encoding/json's, random
+// inputs do not reach).
 func validJSON(b []byte) bool {
 	s := jsonScanner{b: b}
 	s.space()

@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"strconv"
 )
 
 // isJSONRPC reports whether line (one line of a stdio server's stdout,
-// without its newline) is a JSON-RPC 2.0 message: a JSON object with
-// "jsonrpc": "2.0" and either a string "method" or an "id" with a
-// "result" or an "error"; or a non-empty batch array of such objects.
+// without its newline) is a JSON-RPC 2.0 message the go-sdk can decode: a
+// JSON object with "jsonrpc": "2.0" and either a string "method" (a
+// request or notification, whose "id", if any, is a number, a string or
+// null) or an "id" that is a number or a string with a "result" or an
+// "error" (null, or an object whose "code" is an integer and whose
+// "message" is a string); or a non-empty batch array of such objects.
 // Whitespace around the value is allowed, anything else after it is not.
-// It checks the whole line is valid JSON in one pass without allocating,
-// so that what it lets through cannot end the go-sdk's connection.
-// Member names are matched as written (escaped names do not count).
+//
+// It checks in one pass, without allocating, that the whole line is
+// valid JSON nested no deeper than the go-sdk accepts: a line the go-sdk
+// fails to decode would end the connection. Member names are matched as
+// written (escaped names do not count).
 func isJSONRPC(line []byte) bool {
 	s := jsonScanner{b: line}
 	s.space()
@@ -28,8 +34,9 @@ func isJSONRPC(line []byte) bool {
 	return ok && s.i == len(s.b)
 }
 
-// maxJSONDepth is the deepest nesting accepted, as in encoding/json.
-const maxJSONDepth = 10000
+// maxJSONDepth is the deepest nesting of objects and arrays the go-sdk
+// decodes, counting the message itself.
+const maxJSONDepth = 1000
 
 // jsonScanner validates JSON text in b from position i. Each method
 // consumes one element and reports whether it was valid; after false, i is
@@ -37,7 +44,7 @@ const maxJSONDepth = 10000
 type jsonScanner struct {
 	b     []byte
 	i     int
-	depth int
+	depth int // of the innermost open object or array
 }
 
 func (s *jsonScanner) peek() byte {
@@ -68,36 +75,53 @@ func (s *jsonScanner) eat(c byte) bool {
 	return false
 }
 
+// member consumes a member name and its colon, and returns the name as
+// written.
+func (s *jsonScanner) member() (name []byte, ok bool) {
+	s.space()
+	start := s.i
+	if s.peek() != '"' || !s.string() {
+		return nil, false
+	}
+	name = s.b[start+1 : s.i-1]
+	if !s.eat(':') {
+		return nil, false
+	}
+	s.space()
+	return name, true
+}
+
 // message consumes an object and reports whether it is valid and a
 // JSON-RPC 2.0 message.
 func (s *jsonScanner) message() bool {
+	s.depth++
 	s.i++ // '{'
 	if s.eat('}') {
 		return false
 	}
-	var version, method, id, result, failure bool
+	var version, hasMethod, method, result, failure bool
+	var id byte // the first byte of the id's value; 0: no id
 	for {
-		s.space()
+		name, ok := s.member()
+		if !ok {
+			return false
+		}
 		start := s.i
-		if s.peek() != '"' || !s.string() {
+		if string(name) == "error" {
+			ok = s.errorValue()
+		} else {
+			ok = s.value()
+		}
+		if !ok {
 			return false
 		}
-		key := s.b[start+1 : s.i-1]
-		if !s.eat(':') {
-			return false
-		}
-		s.space()
-		vstart := s.i
-		if !s.value() {
-			return false
-		}
-		switch string(key) {
+		switch string(name) {
 		case "jsonrpc":
-			version = string(s.b[vstart:s.i]) == `"2.0"`
+			version = string(s.b[start:s.i]) == `"2.0"`
 		case "method":
-			method = s.b[vstart] == '"'
+			hasMethod, method = true, s.b[start] == '"'
 		case "id":
-			id = true
+			id = s.b[start]
 		case "result":
 			result = true
 		case "error":
@@ -109,13 +133,80 @@ func (s *jsonScanner) message() bool {
 		if !s.eat('}') {
 			return false
 		}
-		return version && (method || id && (result || failure))
+		s.depth--
+		number := id == '-' || id >= '0' && id <= '9'
+		if hasMethod {
+			return version && method && (id == 0 || id == '"' || id == 'n' || number)
+		}
+		return version && (id == '"' || number) && (result || failure)
 	}
+}
+
+// errorValue consumes the value of a response's "error" and reports
+// whether it is valid and what the go-sdk decodes: null, or an object
+// whose "code" is null or an integer in int64 and whose "message" is null
+// or a string.
+func (s *jsonScanner) errorValue() bool {
+	switch s.peek() {
+	case 'n':
+		return s.literal("null")
+	case '{':
+	default:
+		return false
+	}
+	if s.depth++; s.depth > maxJSONDepth {
+		return false
+	}
+	s.i++
+	if s.eat('}') {
+		s.depth--
+		return true
+	}
+	for {
+		name, ok := s.member()
+		if !ok {
+			return false
+		}
+		start := s.i
+		if !s.value() {
+			return false
+		}
+		v := s.b[start:s.i]
+		switch string(name) {
+		case "code":
+			if v[0] != 'n' && !isInt64(v) {
+				return false
+			}
+		case "message":
+			if v[0] != 'n' && v[0] != '"' {
+				return false
+			}
+		}
+		if s.eat(',') {
+			continue
+		}
+		if !s.eat('}') {
+			return false
+		}
+		s.depth--
+		return true
+	}
+}
+
+// isInt64 reports whether the JSON number v is an integer that fits in an
+// int64.
+func isInt64(v []byte) bool {
+	if bytes.ContainsAny(v, ".eE") {
+		return false
+	}
+	_, err := strconv.ParseInt(string(v), 10, 64)
+	return err == nil
 }
 
 // batch consumes an array and reports whether it is valid and holds only
 // JSON-RPC 2.0 messages, at least one.
 func (s *jsonScanner) batch() bool {
+	s.depth++
 	s.i++ // '['
 	for {
 		s.space()
@@ -125,6 +216,7 @@ func (s *jsonScanner) batch() bool {
 		if s.eat(',') {
 			continue
 		}
+		s.depth--
 		return s.eat(']')
 	}
 }
@@ -169,11 +261,11 @@ func (s *jsonScanner) members(open byte) bool {
 		return true
 	}
 	for {
-		s.space()
 		if open == '{' {
-			if s.peek() != '"' || !s.string() || !s.eat(':') {
+			if _, ok := s.member(); !ok {
 				return false
 			}
+		} else {
 			s.space()
 		}
 		if !s.value() {
