@@ -22,13 +22,14 @@ const DefaultMaxMessageSize = 16 << 20
 //     JSON log record) is skipped instead of ending the connection; it is
 //     counted, logged at Debug and noted in the server's stderr buffer, so
 //     that errors quoting the stderr tail show it.
-//   - A line longer than limit bytes is discarded as it is read, never
-//     held; when it was the response to a request, a JSON-RPC error
-//     response with the same id, naming the limit and the server, is
-//     passed on in its place, so that one call fails and the connection
-//     stays up.
+//   - A line longer than limit bytes is discarded, its bytes beyond the
+//     limit as they are read; when it was the response to a request, a
+//     JSON-RPC error response with the same id, naming the limit and the
+//     server, is passed on in its place, so that one call fails and the
+//     connection stays up.
 //
-// It holds at most one line of up to limit bytes.
+// It holds at most one line of up to limit bytes. It is used by one
+// goroutine, the connection's reader.
 type jsonLines struct {
 	r      io.Reader
 	server string
@@ -38,7 +39,7 @@ type jsonLines struct {
 
 	raw  []byte        // read buffer
 	buf  []byte        // unread part of raw
-	err  error         // error of the underlying reader, returned once everything before it was
+	err  error         // the underlying reader's error, returned after what came before it
 	line []byte        // the start of a line that began in an earlier read
 	out  []byte        // what Read returns next: one message line
 	big  *topLevelScan // set while discarding a line longer than limit
