@@ -29,11 +29,13 @@ type Options struct {
 	// above every other source, in the order given (the first wins), and
 	// have level "native": they were named explicitly, so they are not
 	// project-level files and EnableProjectConfig does not drop them. A
-	// relative path is taken relative to Cwd. A missing file is an error.
+	// relative path is taken relative to Cwd. A missing file is an error,
+	// and so is one that is not a regular file, as for every config file.
 	ExtraConfigs []string
-	// EnableProjectConfig, when false, drops every server from a
-	// project-level file (one inside Cwd): nothing such a file configures
-	// is connected or run. Nil means true.
+	// EnableProjectConfig, when false, leaves every project-level file
+	// (one inside Cwd) unopened: nothing such a file configures is
+	// connected or run, and each one that exists is named in
+	// [Discovery.Warnings]. Nil means true.
 	EnableProjectConfig *bool
 	// FilterExa, when true, removes Exa servers and collects their API keys
 	// (see [Discovery.ExaAPIKeys]). Nil means true.
@@ -60,8 +62,10 @@ type Server struct {
 // connected.
 type Skipped struct {
 	Name string
-	// Reason is one of events.SkipShadowed, SkipDisabled,
-	// SkipProjectDisabled, SkipExa or SkipInvalid.
+	// Reason is one of events.SkipShadowed, SkipDisabled, SkipExa or
+	// SkipInvalid. (Entries of project-level files are not skipped with
+	// events.SkipProjectDisabled: with project configs disabled those
+	// files are not read.)
 	Reason string
 	// Detail says why, e.g. which source shadowed the entry, which list
 	// disabled it, or the validation messages (for SkipInvalid, exactly the
@@ -95,7 +99,7 @@ type Discovery struct {
 	Skipped []Skipped
 	// Errors lists files that could not be read or parsed; every other file
 	// was still loaded. Project-level files are not listed when project
-	// configs are disabled (nothing of them is used).
+	// configs are disabled (they are not read).
 	Errors []FileError
 	// Warnings are human-readable notes, such as ${VAR} references to
 	// unset variables; each names the file and the server.

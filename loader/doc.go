@@ -35,10 +35,15 @@
 // # Trust boundary
 //
 // Project-level files (inside the working directory) can name commands to
-// run. With Options.EnableProjectConfig false, every entry of such a file
-// is skipped with reason events.SkipProjectDisabled before validation and
-// de-duplication, and its file-level lists are ignored, so nothing it
-// configures is ever returned for connecting or resolving.
+// run. With Options.EnableProjectConfig false, such files are not opened at
+// all (a warning names each one present), so nothing they configure is ever
+// returned for connecting or resolving, and a file planted there cannot
+// make discovery block.
+//
+// Every config file, user-level ones included, must be a regular file
+// (symlinks are followed) of at most 4 MiB, or 256 MiB for ~/.claude.json,
+// where Claude Code also keeps its history. A named pipe, a device or a
+// larger file yields a [FileError] saying why, without being read.
 //
 // Example:
 //

@@ -42,7 +42,6 @@ bearer_token_env_var = "FIGMA_TOKEN"
 	}
 	// Output:
 	// figma http OpenAI Codex user map[Authorization:Bearer ${FIGMA_TOKEN}]
-	// repo project-disabled
 }
 
 func ExampleResolver_Resolve() {

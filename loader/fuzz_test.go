@@ -46,7 +46,7 @@ func checkResult(t *testing.T, res fileResult) {
 		}
 	}
 	// Merging never panics either.
-	d := merge([][]fileResult{{res}}, mergeOptions{enableProject: true, filterExa: true, lookup: MapEnv(nil)})
+	d := merge([][]fileResult{{res}}, mergeOptions{filterExa: true, lookup: MapEnv(nil)})
 	_ = d.Events()
 	_ = d.Report()
 }

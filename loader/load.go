@@ -22,23 +22,27 @@ import (
 // opts.Home. It reads files only: it never runs a command and never
 // connects.
 //
+// With opts.EnableProjectConfig false, project-level files are not even
+// opened, so such files neither run anything nor hide other entries; each
+// one that exists is named in a warning instead. Every file read must be a
+// regular file (symlinks are followed) of at most 4 MiB (~/.claude.json,
+// where Claude Code also keeps its history: 256 MiB); a named pipe, a
+// device or a larger file is a [FileError] saying so, and never blocks.
+//
 // Providers are read in parallel and their entries merged by priority.
 // Each entry then passes, in order:
 //
-//  1. project level dropped when opts.EnableProjectConfig is false
-//     (events.SkipProjectDisabled), before anything else, so such files
-//     neither run anything nor hide other entries;
-//  2. validation ([Validate]; events.SkipInvalid), before de-duplication,
+//  1. validation ([Validate]; events.SkipInvalid), before de-duplication,
 //     so an invalid entry does not hide a valid lower-priority one;
-//  3. de-duplication by name: the first remaining entry wins, later ones
+//  2. de-duplication by name: the first remaining entry wins, later ones
 //     are events.SkipShadowed with a Detail naming the winner's source;
-//  4. disabledServers of mcplife's files (user, project and extra files)
+//  3. disabledServers of mcplife's files (user, project and extra files)
 //     wins (events.SkipDisabled);
-//  5. disabled by the entry's own source (enabled: false, Crush's and
+//  4. disabled by the entry's own source (enabled: false, Crush's and
 //     Windsurf's disabled, Gemini's mcp.excluded, Claude Code's rejected
 //     .mcp.json servers) unless the name is in an enabledServers list
 //     (events.SkipDisabled);
-//  6. Exa servers removed and their keys collected when opts.FilterExa
+//  5. Exa servers removed and their keys collected when opts.FilterExa
 //     (events.SkipExa).
 //
 // A disabled or Exa-filtered winner still shadows lower entries of the
@@ -95,7 +99,8 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	lc := &loadCtx{ctx: ctx, cwd: cwd, cwds: []string{cwd}, home: home, lookup: lookup, goos: goos}
+	lc := &loadCtx{ctx: ctx, cwd: cwd, cwds: []string{cwd}, home: home, lookup: lookup, goos: goos,
+		enableProject: opts.EnableProjectConfig == nil || *opts.EnableProjectConfig}
 	if real, err := filepath.EvalSymlinks(cwd); err == nil && real != cwd {
 		lc.cwds = append(lc.cwds, real)
 	}
@@ -117,10 +122,9 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 	}
 
 	d := merge(results, mergeOptions{
-		cwd:           cwd,
-		enableProject: opts.EnableProjectConfig == nil || *opts.EnableProjectConfig,
-		filterExa:     opts.FilterExa == nil || *opts.FilterExa,
-		lookup:        lookup,
+		cwd:       cwd,
+		filterExa: opts.FilterExa == nil || *opts.FilterExa,
+		lookup:    lookup,
 	})
 	for _, e := range d.Errors {
 		logger.Warn("mcp config file skipped", "path", e.Path, "error", e.Error)
@@ -135,10 +139,9 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 }
 
 type mergeOptions struct {
-	cwd           string
-	enableProject bool
-	filterExa     bool
-	lookup        EnvLookup
+	cwd       string
+	filterExa bool
+	lookup    EnvLookup
 }
 
 // merge applies the filters of [LoadConfigs] to the entries of every file,
@@ -149,11 +152,6 @@ func merge(results [][]fileResult, mo mergeOptions) *Discovery {
 	enabledBy := map[string]bool{}
 	for _, files := range results {
 		for _, fr := range files {
-			if fr.level == events.LevelProject && !mo.enableProject {
-				// Ignored files: their entries are reported as
-				// project-disabled, their problems not at all.
-				continue
-			}
 			if fr.err != nil {
 				d.Errors = append(d.Errors, FileError{Path: fr.err.Path, Error: fr.err.Msg})
 			}
@@ -178,10 +176,6 @@ func merge(results [][]fileResult, mo mergeOptions) *Discovery {
 		for _, fr := range files {
 			for i := range fr.entries {
 				e := &fr.entries[i]
-				if e.src.Level == events.LevelProject && !mo.enableProject {
-					skip(e, events.SkipProjectDisabled, "project-level configs are disabled")
-					continue
-				}
 				d.Warnings = append(d.Warnings, e.warnings...)
 				if msgs := append(validate(e.cfg, e.problems), checkPlaces(e.cfg, mo.lookup, mo.cwd)...); len(msgs) > 0 {
 					skip(e, events.SkipInvalid, strings.Join(msgs, "; "))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,23 +164,19 @@ func TestFilterOrder(t *testing.T) {
 	})
 	t.Run("project disabled", func(t *testing.T) {
 		d := w.load(noProject)
-		// The project's own disabledServers list is ignored with the rest
-		// of the file, and its entries hide nothing.
+		// The project's file is not read: its disabledServers list is
+		// ignored with the rest of it, and its entries hide nothing.
 		if diff := cmp.Diff([]string{"forced", "kept"}, names(d)); diff != "" {
 			t.Errorf("servers mismatch (-want +got):\n%s", diff)
 		}
-		var got []skipView
-		for _, s := range skips(d) {
-			if s.Reason == "project-disabled" {
-				got = append(got, s)
+		for _, s := range d.Skipped {
+			if s.Source.Level == events.LevelProject {
+				t.Errorf("project-level entry %q reported: %+v", s.Name, s)
 			}
 		}
-		want := []skipView{
-			{"denied", "project-disabled", "project-level configs are disabled"},
-			{"project-only", "project-disabled", "project-level configs are disabled"},
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("project-disabled mismatch (-want +got):\n%s", diff)
+		want := w.path("./.mcplife/mcp.json") + " not read: project-level configs are disabled"
+		if !slices.Contains(d.Warnings, want) {
+			t.Errorf("warnings = %q, want %q", d.Warnings, want)
 		}
 	})
 	t.Run("exa filter off", func(t *testing.T) {
@@ -305,9 +302,14 @@ func TestUnsetVariableWarnings(t *testing.T) {
 
 func TestProblemsOfDisabledProjectFilesAreDropped(t *testing.T) {
 	w := newWorld(t)
-	w.write("./.mcp.json", `{"mcpServers": {"p": {"command": "${NOPE}"}}}`)
-	w.write("./.cursor/mcp.json", `{"mcpServers": {`)
-	if d := w.load(noProject); len(d.Warnings)+len(d.Errors) != 0 {
+	claude := w.write("./.mcp.json", `{"mcpServers": {"p": {"command": "${NOPE}"}}}`)
+	cursor := w.write("./.cursor/mcp.json", `{"mcpServers": {`)
+	// Not read, so only named: no warning about their contents, no error.
+	notRead := []string{
+		claude + " not read: project-level configs are disabled",
+		cursor + " not read: project-level configs are disabled",
+	}
+	if d := w.load(noProject); !cmp.Equal(d.Warnings, notRead) || len(d.Errors) != 0 {
 		t.Errorf("warnings = %q, errors = %v", d.Warnings, d.Errors)
 	}
 	if d := w.load(); len(d.Warnings) != 1 || len(d.Errors) != 1 {
@@ -335,7 +337,7 @@ func TestExtraConfigs(t *testing.T) {
 	if len(d.Errors) != 1 || d.Errors[0].Path != filepath.Join(w.proj, "missing.json") {
 		t.Errorf("errors = %+v, want the missing extra file", d.Errors)
 	}
-	if got := skips(d); len(got) != 2 || got[1].Reason != "disabled" {
+	if got := skips(d); len(got) != 1 || got[0].Reason != "disabled" {
 		t.Errorf("skipped = %+v", got)
 	}
 }

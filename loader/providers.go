@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,9 +55,6 @@ var providerTable = []Provider{
 // priorities in a fixed order: Cursor before Windsurf).
 func Providers() []Provider { return slices.Clone(providerTable) }
 
-// maxFileSize bounds how much of one configuration file is read.
-const maxFileSize = 64 << 20
-
 // loadCtx carries the inputs shared by every provider.
 type loadCtx struct {
 	ctx    context.Context
@@ -68,6 +64,8 @@ type loadCtx struct {
 	lookup EnvLookup
 	goos   string
 	extra  []string
+	// enableProject false: project-level files are not opened at all.
+	enableProject bool
 }
 
 // configHome is $XDG_CONFIG_HOME when set to an absolute path, else
@@ -79,28 +77,31 @@ func (lc *loadCtx) configHome() string {
 	return filepath.Join(lc.home, ".config")
 }
 
-// read reads one file. A missing file is not an error (exists is false)
+// read reads one config file of at most limit bytes (see
+// [readConfigFile]). A missing file is not an error (exists is false)
 // unless required.
-func (lc *loadCtx) read(path string, required bool) (data []byte, exists bool, ferr *fileErr) {
+func (lc *loadCtx) read(path string, limit int64, required bool) (data []byte, exists bool, ferr *fileErr) {
 	if err := lc.ctx.Err(); err != nil {
 		return nil, false, nil
 	}
-	f, err := os.Open(path)
+	data, err := readConfigFile(path, limit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !required {
 			return nil, false, nil
 		}
 		return nil, false, &fileErr{Path: path, Msg: fmt.Sprintf("%s: %v", path, unwrapPathError(err))}
 	}
-	defer f.Close()
-	data, err = io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, false, &fileErr{Path: path, Msg: fmt.Sprintf("%s: %v", path, unwrapPathError(err))}
-	}
-	if len(data) > maxFileSize {
-		return nil, false, &fileErr{Path: path, Msg: fmt.Sprintf("%s: larger than %d bytes", path, maxFileSize)}
-	}
 	return data, true, nil
+}
+
+// projectNotRead stands for a project-level file left unopened because
+// project configs are disabled: a warning names it when it exists
+// (checked with Lstat, which opens nothing). ok is false when it does not.
+func projectNotRead(path string) (r fileResult, ok bool) {
+	if _, err := os.Lstat(path); err != nil {
+		return fileResult{}, false
+	}
+	return fileResult{path: path, level: events.LevelProject, warnings: []string{path + " not read: project-level configs are disabled"}}, true
 }
 
 // unwrapPathError drops the operation and path that *fs.PathError repeats.
@@ -142,8 +143,14 @@ func (lc *loadCtx) readSources(p Provider, sources []source) []fileResult {
 	return out
 }
 
-func (lc *loadCtx) readOne(p Provider, s source) (fileResult, bool) {
-	data, exists, ferr := lc.read(s.path, s.required)
+// readOne reads and parses one source; ok is false when there is nothing
+// to report (a missing optional file). A project-level file is not opened
+// when project configs are disabled.
+func (lc *loadCtx) readOne(p Provider, s source) (r fileResult, ok bool) {
+	if s.level == events.LevelProject && !lc.enableProject {
+		return projectNotRead(s.path)
+	}
+	data, exists, ferr := lc.read(s.path, maxConfigFileSize, s.required)
 	if ferr != nil {
 		return fileResult{path: s.path, level: s.level, err: ferr}, true
 	}
@@ -267,7 +274,7 @@ func (lc *loadCtx) loadClaudeCode(p Provider) []fileResult {
 	var local, user fileResult
 	var rejected []string
 	haveUserFile := false
-	data, exists, ferr := lc.read(userFile, false)
+	data, exists, ferr := lc.read(userFile, maxClaudeStateSize, false)
 	switch {
 	case ferr != nil:
 		user = fileResult{path: userFile, level: events.LevelUser, err: ferr}
