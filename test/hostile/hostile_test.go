@@ -134,9 +134,12 @@ func TestHangsInToolsList(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := lifecycletest.Context(t)
-	res := e.connect(ctx, withTimeout(stdio(t, "stuck", "only=echo", "hang-list"), 300))
+	// The timeout bounds connect + initialize and, separately, the list:
+	// long enough for a process to start and initialize on a loaded
+	// machine, so only the hanging list can time out.
+	res := e.connect(ctx, withTimeout(stdio(t, "stuck", "only=echo", "hang-list"), 3000))
 	err := res.Errors["stuck"]
-	if err == nil || err.Error() != `Listing tools of MCP server "stuck" timed out after 300ms` {
+	if err == nil || err.Error() != `Listing tools of MCP server "stuck" timed out after 3000ms` {
 		t.Fatalf("error %v", err)
 	}
 	wantTypes(t, "stuck", e.Types("stuck"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected, events.TypeToolsListFailed)
