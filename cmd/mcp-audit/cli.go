@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +75,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			usage(stdout)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "mcp-audit: %v\n", err)
+		fmt.Fprintf(stderr, "mcp-audit: %s\n", escapeLine(err.Error()))
 		return exitUsage
 	}
 	rest := fs.Args()
@@ -112,13 +113,13 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitCheck
 	case errors.As(err, &ue):
 		if msg := firstLine(err.Error()); msg != "" {
-			fmt.Fprintf(stderr, "mcp-audit: %v\n", msg)
+			fmt.Fprintf(stderr, "mcp-audit: %s\n", escapeLine(msg))
 		}
 		return exitUsage
 	case errors.Is(err, context.Canceled):
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "mcp-audit: %v\n", err)
+	fmt.Fprintf(stderr, "mcp-audit: %s\n", escapeText(err.Error()))
 	return exitCheck
 }
 
@@ -247,12 +248,18 @@ func (g *globals) openJournal() (*sqlite.DB, *journal.Journal, func(), error) {
 	return db, j, func() { j.Close(); db.Close() }, nil
 }
 
-// writeJSON prints v as indented JSON without HTML escaping.
+// writeJSON prints v as indented JSON without HTML escaping, and with
+// the characters a terminal acts on escaped (see [escapeJSON]).
 func (g *globals) writeJSON(v any) error {
-	enc := json.NewEncoder(g.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := g.stdout.Write(escapeJSON(b.Bytes()))
+	return err
 }
 
 // useColor reports whether w is a terminal and NO_COLOR is unset.
@@ -268,7 +275,8 @@ func useColor(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// paint wraps s in an ANSI colour when colour is on.
+// paint wraps s in an ANSI colour when colour is on. s must be escaped
+// already, when it holds text from outside.
 func (g *globals) paint(code, s string) string {
 	if !g.color || s == "" {
 		return s
@@ -292,5 +300,5 @@ func (g *globals) statusColor(status string) string {
 	case "disconnected", "failed":
 		return g.paint(colorRed, status)
 	}
-	return status
+	return escapeLine(status)
 }

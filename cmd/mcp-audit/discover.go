@@ -105,10 +105,8 @@ func printDiscovery(g *globals, rep loader.Report, warnings []string) {
 			if s.Transport == "stdio" {
 				target = strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
 			}
-			if len(target) > 48 {
-				target = target[:47] + "…"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Transport, target, s.Source.ProviderName, s.Source.Level, s.Source.Path)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(s.Name), escapeLine(s.Transport), clip(escapeLine(target), 48),
+				escapeLine(s.Source.ProviderName), escapeLine(s.Source.Level), escapeLine(s.Source.Path))
 		}
 		tw.Flush()
 	}
@@ -117,18 +115,19 @@ func printDiscovery(g *globals, rep loader.Report, warnings []string) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  NAME\tREASON\tSOURCE\tDETAIL")
 		for _, s := range rep.Skipped {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Name, g.paint(colorYellow, s.Reason), s.Source.ProviderName+" "+s.Source.Path, firstLine(s.Detail))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", escapeLine(s.Name), g.paint(colorYellow, escapeLine(s.Reason)),
+				escapeLine(s.Source.ProviderName+" "+s.Source.Path), escapeLine(firstLine(s.Detail)))
 		}
 		tw.Flush()
 	}
 	if len(rep.Errors) > 0 {
 		fmt.Fprintf(w, "\n%d file(s) could not be read\n", len(rep.Errors))
 		for _, e := range rep.Errors {
-			fmt.Fprintf(w, "  %s %s\n", g.paint(colorRed, "error"), e.Error)
+			fmt.Fprintf(w, "  %s %s\n", g.paint(colorRed, "error"), escapeLine(e.Error))
 		}
 	}
 	for _, warn := range warnings {
-		fmt.Fprintf(w, "  %s %s\n", g.paint(colorYellow, "warning"), warn)
+		fmt.Fprintf(w, "  %s %s\n", g.paint(colorYellow, "warning"), escapeLine(warn))
 	}
 	if rep.ExaKeys > 0 {
 		fmt.Fprintf(w, "\n%d Exa API key(s) collected from filtered Exa servers\n", rep.ExaKeys)

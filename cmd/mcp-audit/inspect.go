@@ -115,8 +115,8 @@ func runSessions(ctx context.Context, g *globals, args []string) error {
 		if s.Failures > 0 {
 			failures = g.paint(colorRed, failures)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.Start.Local().Format("2006-01-02 15:04:05"),
-			dur, s.Cwd, len(s.Servers), max(s.Tools, s.PeakTools), failures)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", escapeLine(s.ID), s.Start.Local().Format("2006-01-02 15:04:05"),
+			dur, escapeLine(s.Cwd), len(s.Servers), max(s.Tools, s.PeakTools), failures)
 	}
 	return tw.Flush()
 }
@@ -150,7 +150,7 @@ func runReplay(ctx context.Context, g *globals, args []string) error {
 	defer st.Close()
 	p := &replayPrinter{g: g}
 	if !g.json {
-		fmt.Fprintf(g.stdout, "session %s\n", session)
+		fmt.Fprintf(g.stdout, "session %s\n", escapeLine(session))
 	}
 	next := uint64(1)
 	for {
@@ -197,7 +197,7 @@ func (p *replayPrinter) print(env events.Envelope) error {
 			CorrelationID: env.CorrelationID, Summary: events.Describe(ev), Data: env,
 		})
 	}
-	line := fmt.Sprintf("%10s  #%-6d %-19s %s", fmtOffset(offset), env.Seq, p.g.typeColor(env.Type), events.Describe(ev))
+	line := fmt.Sprintf("%10s  #%-6d %-19s %s", fmtOffset(offset), env.Seq, p.g.typeColor(env.Type), escapeLine(events.Describe(ev)))
 	if d, ok := events.DurationOf(ev); ok {
 		line += p.g.paint(colorDim, " ("+fmtDur(d)+")")
 	}
@@ -214,16 +214,17 @@ func (g *globals) typeColor(t string) string {
 	case events.TypeStartupGateElapsed, events.TypeCachedToolsServed:
 		return g.paint(colorYellow, fmt.Sprintf("%-19s", t))
 	}
-	return t
+	return escapeLine(t)
 }
 
-// writeJSONLine prints v as one compact JSON line.
+// writeJSONLine prints v as one compact JSON line, with the characters a
+// terminal acts on escaped (see [escapeJSON]).
 func (g *globals) writeJSONLine(v any) error {
 	b, err := marshalNoEscape(v)
 	if err != nil {
 		return err
 	}
-	_, err = g.stdout.Write(append(b, '\n'))
+	_, err = g.stdout.Write(append(escapeJSON(b), '\n'))
 	return err
 }
 
@@ -324,7 +325,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	if g.json {
 		return g.writeJSON(out)
 	}
-	fmt.Fprintf(g.stdout, "session %s as of seq %d (%s after start)\n\n", session, atSeq, fmtDur(atTime.Sub(start)))
+	fmt.Fprintf(g.stdout, "session %s as of seq %d (%s after start)\n\n", escapeLine(session), atSeq, fmtDur(atTime.Sub(start)))
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSTATUS\tTRANSPORT\tSOURCE\tTOOLS\tERROR")
 	for _, s := range out.Servers {
@@ -332,14 +333,15 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 		if s.Deferred {
 			tools += " (cached)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, g.statusColor(s.Status), s.Transport, sourceLabel(s.Source), tools, firstLine(s.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(s.Name), g.statusColor(s.Status), escapeLine(s.Transport),
+			escapeLine(sourceLabel(s.Source)), tools, escapeLine(firstLine(s.Error)))
 	}
 	tw.Flush()
 	fmt.Fprintln(g.stdout)
 	tw = tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSERVER\tORIGINAL\tDEFERRED")
 	for _, t := range out.Tools {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\n", t.Name, t.Server, t.Tool, t.Deferred)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\n", escapeLine(t.Name), escapeLine(t.Server), escapeLine(t.Tool), t.Deferred)
 	}
 	return tw.Flush()
 }
@@ -418,7 +420,8 @@ func runVerify(ctx context.Context, g *globals, args []string) error {
 		}
 	} else {
 		for _, v := range out.Violations {
-			fmt.Fprintf(g.stdout, "%s  %s  seq %d  %s  %s: %s\n", g.paint(colorRed, "FAIL"), v.Session, v.Seq, v.Type, v.Rule, v.Message)
+			fmt.Fprintf(g.stdout, "%s  %s  seq %d  %s  %s: %s\n", g.paint(colorRed, "FAIL"), escapeLine(v.Session), v.Seq,
+				escapeLine(v.Type), escapeLine(v.Rule), escapeLine(v.Message))
 		}
 		verdict := g.paint(colorGreen, "ok")
 		if len(out.Violations) > 0 {

@@ -259,12 +259,12 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 					detail += " (cached)"
 				}
 				if st.Error != "" {
-					detail += "  " + firstLine(st.Error)
+					detail += "  " + escapeLine(firstLine(st.Error))
 				}
 				if g.json {
 					g.writeJSONLine(map[string]any{"offsetMs": ms(time.Since(start)), "server": st.Name, "status": st.Status, "tools": len(st.Tools), "error": st.Error})
 				} else {
-					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), st.Name, g.statusColor(st.Status), detail)
+					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), escapeLine(st.Name), g.statusColor(st.Status), detail)
 				}
 			}
 			last[st.Name] = line
@@ -306,17 +306,13 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 		if res.IsError {
 			verdict = g.paint(colorRed, "error")
 		}
-		fmt.Fprintf(g.stdout, "\ncall %s (%s/%s): %s\n", target.Name, server, tool, verdict)
-		text := res.Text()
-		if len(text) > 2000 {
-			text = text[:2000] + "…"
-		}
-		for line := range strings.SplitSeq(text, "\n") {
-			fmt.Fprintf(g.stdout, "  %s\n", line)
+		fmt.Fprintf(g.stdout, "\ncall %s (%s/%s): %s\n", escapeLine(target.Name), escapeLine(server), escapeLine(tool), verdict)
+		for line := range strings.SplitSeq(clip(res.Text(), 2000), "\n") {
+			fmt.Fprintf(g.stdout, "  %s\n", escapeText(line))
 		}
 		for _, c := range res.Content {
 			if c.Type != manager.ContentText {
-				fmt.Fprintf(g.stdout, "  [%s %s %s]\n", c.Type, c.MIMEType, c.URI)
+				fmt.Fprintf(g.stdout, "  [%s]\n", escapeLine(fmt.Sprintf("%s %s %s", c.Type, c.MIMEType, c.URI)))
 			}
 		}
 	}
@@ -326,7 +322,7 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 func printGate(g *globals, res *loader.LoadResult) {
 	if res.Connect == nil {
 		for _, e := range res.Errors {
-			fmt.Fprintf(g.stdout, "%s %s: %s\n", g.paint(colorRed, "error"), e.Path, e.Error)
+			fmt.Fprintf(g.stdout, "%s %s: %s\n", g.paint(colorRed, "error"), escapeLine(e.Path), escapeText(e.Error))
 		}
 		return
 	}
@@ -334,17 +330,17 @@ func printGate(g *globals, res *loader.LoadResult) {
 	if gate.Round == 0 {
 		fmt.Fprintln(g.stdout, "no server to connect")
 		for _, e := range res.Errors {
-			fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), e.Path, firstLine(e.Error))
+			fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), escapeLine(e.Path), escapeLine(firstLine(e.Error)))
 		}
 		return
 	}
 	var parts []string
 	for _, name := range sortedKeys(gate.Outcomes) {
-		parts = append(parts, name+"="+g.statusColor(gate.Outcomes[name]))
+		parts = append(parts, escapeLine(name)+"="+g.statusColor(gate.Outcomes[name]))
 	}
 	fmt.Fprintf(g.stdout, "startup gate %s returned after %s: %s\n", gate.Gate, fmtDur(gate.Elapsed), strings.Join(parts, " "))
 	for _, e := range res.Errors {
-		fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), e.Path, firstLine(e.Error))
+		fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), escapeLine(e.Path), escapeLine(firstLine(e.Error)))
 	}
 }
 
@@ -364,15 +360,12 @@ func printServers(g *globals, view *projector.ToolView) int {
 		if d, ok := st.ReadyAfter(); ok {
 			ready = fmtDur(d)
 		}
-		source := st.Source.ProviderName
+		source := escapeLine(st.Source.ProviderName)
 		if source == "" {
 			source = "-"
 		}
-		errText := firstLine(st.Error)
-		if len(errText) > 70 {
-			errText = errText[:69] + "…"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, g.statusColor(st.Status), st.Transport, source, tools, ready, errText)
+		errText := clip(escapeLine(firstLine(st.Error)), 70)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(st.Status), escapeLine(st.Transport), source, tools, ready, errText)
 	}
 	tw.Flush()
 	return 2 + len(servers)
@@ -382,7 +375,7 @@ func printTools(g *globals, s *session.Session) {
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nTOOL\tFROM\tDEFERRED")
 	for _, t := range s.Tools() {
-		fmt.Fprintf(tw, "%s\t%s\t%t\n", t.Name, t.Path, t.MCP != nil && t.MCP.Deferred)
+		fmt.Fprintf(tw, "%s\t%s\t%t\n", escapeLine(t.Name), escapeLine(t.Path), t.MCP != nil && t.MCP.Deferred)
 	}
 	tw.Flush()
 }
