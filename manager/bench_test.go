@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store"
@@ -38,7 +38,7 @@ func benchJournal(b *testing.B, st store.Store) *journal.Journal {
 }
 
 func benchConfig(b *testing.B, name string, behaviours ...string) events.ServerConfig {
-	cmd, args := fixture.Command(b, behaviours...)
+	cmd, args := fixturetest.Command(b, behaviours...)
 	return events.ServerConfig{Name: name, Command: cmd, Args: args}
 }
 
@@ -240,7 +240,7 @@ func BenchmarkProtocolVersion(b *testing.B) {
 	ctx := context.Background()
 	connect := func(pv string) *mcp.ClientSession {
 		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: fixture.Cmd(b, "only=echo")}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: fixturetest.Cmd(b, "only=echo")}, &mcp.ClientSessionOptions{ProtocolVersion: pv})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/projector"
 )
 
@@ -108,8 +108,8 @@ func TestCallCancelledReturnsContextError(t *testing.T) {
 	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "fx", "only=sleep")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	cancelled := fixture.NewGate(t)
-	inside := fixture.NewGate(t)
+	cancelled := fixturetest.NewGate(t)
+	inside := fixturetest.NewGate(t)
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -158,7 +158,7 @@ func TestCaptureArgumentsRedacts(t *testing.T) {
 func TestServerDropFailsCallsAndIsRecorded(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
-	exit := fixture.NewGate(t)
+	exit := fixturetest.NewGate(t)
 	updates, err := e.m.Watch(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestServerDropFailsCallsAndIsRecorded(t *testing.T) {
 	}
 	sleep := tool(t, e.m, "mcp_crashy_sleep")
 	inFlight := make(chan *CallResult, 1)
-	reached := fixture.NewGate(t)
+	reached := fixturetest.NewGate(t)
 	go func() {
 		r, err := sleep.Call(ctx, map[string]any{"gate": reached.Path()})
 		if err != nil {
@@ -216,7 +216,7 @@ func TestServerDropFailsCallsAndIsRecorded(t *testing.T) {
 func TestToolListChanged(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
-	g := fixture.NewGate(t)
+	g := fixturetest.NewGate(t)
 	updates, err := e.m.Watch(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -278,8 +278,8 @@ func TestRootsEnvAndCwd(t *testing.T) {
 func TestHTTPAndSSEWithHeaders(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
-	httpURL := fixture.ServeHTTP(t, "only=echo", "require-header=Authorization:Bearer tok-42")
-	sseURL := fixture.ServeSSE(t, "only=add", "require-header=X-Api-Key:key-42")
+	httpURL := fixturetest.ServeHTTP(t, "only=echo", "require-header=Authorization:Bearer tok-42")
+	sseURL := fixturetest.ServeSSE(t, "only=add", "require-header=X-Api-Key:key-42")
 	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{
 		{Name: "web", URL: httpURL, Headers: map[string]string{"Authorization": "Bearer tok-42"}},
 		{Name: "legacy", Type: "sse", URL: sseURL, Headers: map[string]string{"X-Api-Key": "key-42"}},
@@ -322,7 +322,7 @@ func TestSecretsNeverStored(t *testing.T) {
 	})
 	e := newEnv(t, &Options{Resolver: resolver, CaptureArguments: true})
 	ctx := testCtx(t)
-	httpURL := fixture.ServeHTTP(t, "only=echo", "require-header=Authorization:"+secret)
+	httpURL := fixturetest.ServeHTTP(t, "only=echo", "require-header=Authorization:"+secret)
 	good := stdio(t, "good", "only=env")
 	good.Env = map[string]string{"API_KEY": "SECRET_REF"}
 	// A server that prints its secret to stderr and fails.
@@ -397,7 +397,7 @@ func evalSymlinks(p string) string {
 func TestSSEDropIsRecorded(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
-	url := fixture.ServeSSE(t, "only=crash,echo")
+	url := fixturetest.ServeSSE(t, "only=crash,echo")
 	updates, err := e.m.Watch(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 )
 
 // TestTeardownKillsDescendantsOutsideTheGroup: a server started through
@@ -39,7 +39,7 @@ read a <"$dir/a"
 read b <"$dir/b"
 echo "$a $b" >"$dir/pids"
 exec "$@"`
-	cmd, args := fixture.Command(t, "only=echo")
+	cmd, args := fixturetest.Command(t, "only=echo")
 	cfg := events.ServerConfig{
 		Name: "daemonising", Command: "sh", Args: append([]string{"-c", script, "sh", dir, cmd}, args...),
 		Env: map[string]string{"MCPLIFE_TEST_MARK": mark},

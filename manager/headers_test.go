@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 )
 
 // configuredHeaders are header names a server config commonly carries
@@ -74,8 +74,8 @@ func (rec *headerRecorder) requests() []http.Header {
 func TestHeadersNotRedirectedToOtherOrigin(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
-	var atB fixture.RequestLog
-	b := fixture.Serve(t, &fixture.HTTPOptions{OnRequest: atB.Record}, "only=echo")
+	var atB fixturetest.RequestLog
+	b := fixturetest.Serve(t, &fixturetest.HTTPOptions{OnRequest: atB.Record}, "only=echo")
 	bURL, _ := url.Parse(b)
 	a := newHeaderRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		to := *r.URL

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store"
@@ -143,7 +144,7 @@ func ofType[T events.Event](e *env, session string) []T {
 // stdio returns the config of a stdio fixture server.
 func stdio(t *testing.T, name string, behaviours ...string) events.ServerConfig {
 	t.Helper()
-	cmd, args := fixture.Command(t, behaviours...)
+	cmd, args := fixturetest.Command(t, behaviours...)
 	return events.ServerConfig{Name: name, Command: cmd, Args: args}
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 )
 
 // After a full lifecycle — connects, a failure, a drop, calls, a
@@ -16,12 +16,12 @@ import (
 func TestNoGoroutineLeakAfterDisconnectAll(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t, &Options{Gate: time.Minute})
-	release := fixture.NewGate(t)
+	release := fixturetest.NewGate(t)
 	cfgs := []events.ServerConfig{
 		stdio(t, "a", "only=echo,change_tools"),
 		stdio(t, "b", "fail-init"),
 		stdio(t, "c", "only=pid", release.Arg("exit-on-release")),
-		{Name: "h", URL: fixture.ServeHTTP(t, "only=echo")},
+		{Name: "h", URL: fixturetest.ServeHTTP(t, "only=echo")},
 	}
 	if _, err := e.m.ConnectServers(ctx, cfgs, nil); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/projector"
 )
 
@@ -133,7 +133,7 @@ func TestGateAwaitsPendingServerWithoutCache(t *testing.T) {
 	snap := make(chan map[string]string, 1)
 	e := newEnv(t, &Options{Gate: 1, OnGate: func(g GateOutcome) { snap <- g.Outcomes }})
 	ctx := testCtx(t)
-	g := fixture.NewGate(t)
+	g := fixturetest.NewGate(t)
 	go func() {
 		o := <-snap
 		if o["slow"] != events.OutcomeAwaited {
@@ -176,7 +176,7 @@ func seedCache(t *testing.T, e *env, cfg events.ServerConfig, tools ...string) {
 func TestGateServesDeferredToolsFromCache(t *testing.T) {
 	e := newEnv(t, &Options{Gate: 1})
 	ctx := testCtx(t)
-	g := fixture.NewGate(t)
+	g := fixturetest.NewGate(t)
 	slow := stdio(t, "slow", "only=echo,add", g.Arg("block-list-until"))
 	seedCache(t, e, slow, "echo")
 	updates, err := e.m.Watch(ctx)

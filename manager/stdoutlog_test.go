@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/projector"
 )
 
@@ -15,7 +15,7 @@ import (
 // server starts, and both again after every message it sends.
 func loggingServer(t *testing.T, name string, behaviours ...string) events.ServerConfig {
 	t.Helper()
-	cmd, args := fixture.Command(t, behaviours...)
+	cmd, args := fixturetest.Command(t, behaviours...)
 	const script = `
 printf '%s\n' '[INFO] Starting MCP server' '{"level":30,"time":1700000000000,"pid":1,"hostname":"h","msg":"starting"}'
 "$@" | while IFS= read -r line; do

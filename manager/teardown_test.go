@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/projector"
 )
 
@@ -61,7 +62,7 @@ func TestTeardownLeavesNoProcess(t *testing.T) {
 	// parent role: the trailing command makes it fork), a plain server, and
 	// one that ignores both a closed stdin and SIGTERM. Each spawns a
 	// sleeping child in its group.
-	cmd, args := fixture.Command(t, "only=pid", "spawn-child="+shChild)
+	cmd, args := fixturetest.Command(t, "only=pid", "spawn-child="+shChild)
 	wrapped := events.ServerConfig{Name: "wrapped", Command: "sh", Args: append([]string{"-c", `"$@"; echo exited >&2`, "sh", cmd}, args...)}
 	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{
 		wrapped,
@@ -335,7 +336,7 @@ func TestWatchersShareTheManager(t *testing.T) {
 func TestCloseStopsEverything(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
-	g := fixture.NewGate(t)
+	g := fixturetest.NewGate(t)
 	pending := stdio(t, "pending", "only=echo", g.Arg("block-init-until"))
 	seedCache(t, e, pending, "echo")
 	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{pending, stdio(t, "ok", "only=echo")}, nil); err != nil {

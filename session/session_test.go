@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/session"
@@ -42,7 +43,7 @@ func project(t *testing.T, servers map[string]events.ServerConfig) (cwd, home st
 }
 
 func fixtureConfig(t *testing.T, behaviours ...string) events.ServerConfig {
-	cmd, args := fixture.Command(t, behaviours...)
+	cmd, args := fixturetest.Command(t, behaviours...)
 	return events.ServerConfig{Command: cmd, Args: args}
 }
 
@@ -107,7 +108,7 @@ func seedCache(t *testing.T, j *journal.Journal, cwd, home, server string, tools
 // A server that connects after the gate reaches the session through its
 // subscription; nobody polls.
 func TestLateServerReachesSessionBySubscription(t *testing.T) {
-	gate := fixture.NewGate(t)
+	gate := fixturetest.NewGate(t)
 	cwd, home := project(t, map[string]events.ServerConfig{
 		"fast": fixtureConfig(t, "only=echo"),
 		"slow": fixtureConfig(t, "only=add,env", gate.Arg("block-list-until")),
@@ -161,7 +162,7 @@ func TestLateServerReachesSessionBySubscription(t *testing.T) {
 // A subagent shares the parent's manager (no second spawn) and sees later
 // changes; a drop reaches both by subscription.
 func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
-	release := fixture.NewGate(t)
+	release := fixturetest.NewGate(t)
 	cwd, home := project(t, map[string]events.ServerConfig{
 		"a": fixtureConfig(t, "only=echo"),
 		"b": fixtureConfig(t, "only=pid", release.Arg("exit-on-release")),

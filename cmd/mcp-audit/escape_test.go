@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 )
 
 // hostile holds what a server could send to take over a terminal: an OSC
@@ -108,8 +108,8 @@ func TestClip(t *testing.T) {
 // The JSON outputs carry the same text losslessly, as \u escapes.
 func TestOutputEscapesTerminalControls(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
-	cmd, args := fixture.Command(t, "only=echo,fail", "add-tool=tool\t"+hostile, "name=peer"+hostile)
-	brokenCmd, brokenArgs := fixture.Command(t, "fail-init", "stderr=broken"+hostile+"\nsecond\tline")
+	cmd, args := fixturetest.Command(t, "only=echo,fail", "add-tool=tool\t"+hostile, "name=peer"+hostile)
+	brokenCmd, brokenArgs := fixturetest.Command(t, "fail-init", "stderr=broken"+hostile+"\nsecond\tline")
 	servers := map[string]any{
 		"hostile":       map[string]any{"command": cmd, "args": args},
 		"broken":        map[string]any{"command": brokenCmd, "args": brokenArgs},

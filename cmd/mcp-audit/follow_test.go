@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 )
 
 // replay --follow streams events appended by another writer after it
@@ -52,7 +52,7 @@ func TestReplayFollow(t *testing.T) {
 // line when one drops, and tears everything down on the way out.
 func TestRunFollowsUntilInterrupted(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
-	release := fixture.NewGate(t)
+	release := fixturetest.NewGate(t)
 	cfg := writeConfig(t, map[string][]string{"steady": {"only=echo"}, "flaky": {"only=pid", release.Arg("exit-on-release")}})
 	db := filepath.Join(t.TempDir(), "e.db")
 	pr, pw := io.Pipe()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 )
 
 func TestMain(m *testing.M) {
@@ -21,7 +22,7 @@ func writeConfig(t *testing.T, servers map[string][]string) string {
 	t.Helper()
 	all := map[string]any{}
 	for name, behaviours := range servers {
-		cmd, args := fixture.Command(t, behaviours...)
+		cmd, args := fixturetest.Command(t, behaviours...)
 		all[name] = map[string]any{"command": cmd, "args": args, "env": map[string]string{"API_TOKEN": "s3cr3t-value"}}
 	}
 	b, _ := json.Marshal(map[string]any{"mcpServers": all})

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 )
 
 // ${VAR} references in a command's arguments and in a URL's path are
@@ -41,13 +41,13 @@ func TestReferencesInArgsAndURLNeverRecorded(t *testing.T) {
 
 	var mu sync.Mutex
 	var paths []string
-	base := fixture.Serve(t, &fixture.HTTPOptions{OnRequest: func(r *http.Request) {
+	base := fixturetest.Serve(t, &fixturetest.HTTPOptions{OnRequest: func(r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		paths = append(paths, r.URL.Path)
 	}}, "only=echo")
 	base = strings.TrimSuffix(base, "/mcp")
-	cmd, args := fixture.Command(t, "only=echo", "stderr=started with --api-key ${ARG_TOKEN}")
+	cmd, args := fixturetest.Command(t, "only=echo", "stderr=started with --api-key ${ARG_TOKEN}")
 	servers := map[string]any{
 		// The fixture's stderr line is its own argument: it reaches the
 		// process expanded.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 )
 
 // Secrets in env values, header values and URL query parameters (token,
@@ -27,14 +27,14 @@ func TestSecretsNeverReachStoreOrOutput(t *testing.T) {
 	)
 	var mu sync.Mutex
 	var gotAuth string
-	url := fixture.Serve(t, &fixture.HTTPOptions{OnRequest: func(r *http.Request) {
+	url := fixturetest.Serve(t, &fixturetest.HTTPOptions{OnRequest: func(r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		if a := r.Header.Get("Authorization"); a != "" {
 			gotAuth = a
 		}
 	}}, "only=echo")
-	cmd, args := fixture.Command(t, "only=env")
+	cmd, args := fixturetest.Command(t, "only=env")
 	servers := map[string]any{
 		"local": map[string]any{"command": cmd, "args": args, "env": map[string]string{
 			"PLAIN_SECRET": envSecret,

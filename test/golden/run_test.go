@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/manager"
@@ -194,11 +195,11 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 			}
 			switch spec.Serve {
 			case "":
-				c.Command, c.Args = fixture.Command(t, behaviours...)
+				c.Command, c.Args = fixturetest.Command(t, behaviours...)
 			case "http":
-				c.Type, c.URL = events.TransportHTTP, fixture.ServeHTTP(t, behaviours...)
+				c.Type, c.URL = events.TransportHTTP, fixturetest.ServeHTTP(t, behaviours...)
 			case "sse":
-				c.Type, c.URL = events.TransportSSE, fixture.ServeSSE(t, behaviours...)
+				c.Type, c.URL = events.TransportSSE, fixturetest.ServeSSE(t, behaviours...)
 			default:
 				t.Fatalf("%s: server %s: serve %q (want http or sse)", sectionConfig, name, spec.Serve)
 			}
@@ -283,7 +284,7 @@ func (r *runner) gateNamed(name string) *fixture.Gate {
 	defer r.mu.Unlock()
 	g, ok := r.gates[name]
 	if !ok {
-		g = fixture.NewGate(r.t)
+		g = fixturetest.NewGate(r.t)
 		r.gates[name] = g
 		r.norm.addGate(name, g.Path())
 	}

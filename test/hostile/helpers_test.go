@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/internal/lifecycletest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
@@ -45,7 +46,7 @@ func (e *env) history() []events.Envelope { return e.History() }
 // stdio returns the config of a stdio fixture server.
 func stdio(t *testing.T, name string, behaviours ...string) events.ServerConfig {
 	t.Helper()
-	cmd, args := fixture.Command(t, behaviours...)
+	cmd, args := fixturetest.Command(t, behaviours...)
 	return events.ServerConfig{Name: name, Command: cmd, Args: args}
 }
 

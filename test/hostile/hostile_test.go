@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/internal/lifecycletest"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
@@ -374,9 +375,9 @@ func TestHTTPServerVanishes(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			ctx := lifecycletest.Context(t)
-			g := fixture.NewGate(t)
-			opts := &fixture.HTTPOptions{SSE: transport == events.TransportSSE}
-			url := fixture.Serve(t, opts, "only=echo", g.Arg("exit-on-release"))
+			g := fixturetest.NewGate(t)
+			opts := &fixturetest.HTTPOptions{SSE: transport == events.TransportSSE}
+			url := fixturetest.Serve(t, opts, "only=echo", g.Arg("exit-on-release"))
 			res := e.connect(ctx, events.ServerConfig{Name: "remote", Type: transport, URL: url})
 			if err := res.Errors["remote"]; err != nil {
 				t.Fatal(err)
