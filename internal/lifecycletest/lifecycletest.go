@@ -63,6 +63,18 @@ func New(t *testing.T, session string) *Env {
 	return e
 }
 
+// Connect connects cfgs in one round of Manager.ConnectServers and returns
+// the result, which holds each server's own error. It fails the test when
+// the round fails as a whole.
+func (e *Env) Connect(ctx context.Context, cfgs ...events.ServerConfig) *manager.ConnectResult {
+	e.T.Helper()
+	res, err := e.Manager.ConnectServers(ctx, cfgs, nil)
+	if err != nil {
+		e.T.Fatalf("ConnectServers: %v", err)
+	}
+	return res
+}
+
 // Context returns a context bounded to two minutes and the test.
 func Context(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

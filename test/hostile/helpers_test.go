@@ -11,10 +11,8 @@ import (
 	"github.com/mcplife/mcplife/internal/fixture"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/internal/lifecycletest"
-	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
-	"github.com/mcplife/mcplife/store/memory"
 )
 
 func TestMain(m *testing.M) {
@@ -24,24 +22,14 @@ func TestMain(m *testing.M) {
 
 const session = "hostile"
 
-// env is one test's store, journal and manager (see lifecycletest.New),
-// with short names for this package's tests.
-type env struct {
-	*lifecycletest.Env
-	t   *testing.T
-	st  *memory.Store
-	j   *journal.Journal
-	m   *manager.Manager
-	cwd string
-}
+// env is one test's store, journal and manager (see lifecycletest.New)
+// with this package's helpers.
+type env struct{ *lifecycletest.Env }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := lifecycletest.New(t, session)
-	return &env{Env: e, t: t, st: e.Store, j: e.Journal, m: e.Manager, cwd: e.Cwd}
+	return &env{lifecycletest.New(t, session)}
 }
-
-func (e *env) history() []events.Envelope { return e.History() }
 
 // stdio returns the config of a stdio fixture server.
 func stdio(t *testing.T, name string, behaviours ...string) events.ServerConfig {
@@ -62,51 +50,47 @@ func healthy(t *testing.T) events.ServerConfig {
 
 // connect connects the healthy server and the given ones in one round.
 func (e *env) connect(ctx context.Context, cfgs ...events.ServerConfig) *manager.ConnectResult {
-	e.t.Helper()
-	res, err := e.m.ConnectServers(ctx, append([]events.ServerConfig{healthy(e.t)}, cfgs...), nil)
-	if err != nil {
-		e.t.Fatalf("ConnectServers: %v", err)
-	}
-	return res
+	e.T.Helper()
+	return e.Connect(ctx, append([]events.ServerConfig{healthy(e.T)}, cfgs...)...)
 }
 
 // checkHealthy fails the test unless the healthy server is connected with
 // both its tools, and they answer.
 func (e *env) checkHealthy(ctx context.Context) {
-	e.t.Helper()
-	if st := e.m.Status("healthy"); st != projector.StatusConnected {
-		e.t.Fatalf("healthy server is %s", st)
+	e.T.Helper()
+	if st := e.Manager.Status("healthy"); st != projector.StatusConnected {
+		e.T.Fatalf("healthy server is %s", st)
 	}
 	var names []string
-	for _, tl := range e.m.Tools() {
+	for _, tl := range e.Manager.Tools() {
 		if tl.Server == "healthy" {
 			names = append(names, tl.Name)
 		}
 	}
 	if !slices.Equal(names, []string{"mcp_healthy_add", "mcp_healthy_echo"}) {
-		e.t.Fatalf("healthy tools = %v", names)
+		e.T.Fatalf("healthy tools = %v", names)
 	}
 	res, err := e.tool("mcp_healthy_echo").Call(ctx, map[string]any{"text": "still fine"})
 	if err != nil || res.IsError || res.Text() != "still fine" {
-		e.t.Fatalf("healthy echo: %+v, %v", res, err)
+		e.T.Fatalf("healthy echo: %+v, %v", res, err)
 	}
 	res, err = e.tool("mcp_healthy_add").Call(ctx, map[string]any{"a": 2, "b": 3})
 	if err != nil || res.IsError || res.Text() != "5" {
-		e.t.Fatalf("healthy add: %+v, %v", res, err)
+		e.T.Fatalf("healthy add: %+v, %v", res, err)
 	}
 }
 
 // tool returns an exposed tool by name.
 func (e *env) tool(name string) *manager.Tool {
-	e.t.Helper()
+	e.T.Helper()
 	var names []string
-	for _, tl := range e.m.Tools() {
+	for _, tl := range e.Manager.Tools() {
 		if tl.Name == name {
 			return tl
 		}
 		names = append(names, tl.Name)
 	}
-	e.t.Fatalf("no tool %s among %v", name, names)
+	e.T.Fatalf("no tool %s among %v", name, names)
 	return nil
 }
 

@@ -37,7 +37,7 @@ func TestCrashDuringInitialize(t *testing.T) {
 	if cf := lifecycletest.LastOf[*events.ConnectFailed](e.Env, "crashy"); cf.TimedOut || cf.Error != err.Error() {
 		t.Fatalf("ConnectFailed %+v, result error %q", cf, err)
 	}
-	if st := e.m.Status("crashy"); st != projector.StatusDisconnected {
+	if st := e.Manager.Status("crashy"); st != projector.StatusDisconnected {
 		t.Fatalf("status %s", st)
 	}
 	e.checkHealthy(ctx)
@@ -84,10 +84,10 @@ func TestExitsRightAfterInitialize(t *testing.T) {
 	if d.Reason != events.ReasonProcessExited {
 		t.Fatalf("Disconnected %+v: want reason %q", d, events.ReasonProcessExited)
 	}
-	if e.m.Status("brief") != projector.StatusDisconnected {
-		t.Fatalf("status %s", e.m.Status("brief"))
+	if e.Manager.Status("brief") != projector.StatusDisconnected {
+		t.Fatalf("status %s", e.Manager.Status("brief"))
 	}
-	for _, tl := range e.m.Tools() {
+	for _, tl := range e.Manager.Tools() {
 		if tl.Server == "brief" {
 			t.Fatalf("tool %s of the exited server is still exposed", tl.Name)
 		}
@@ -109,7 +109,7 @@ func TestCrashDuringToolCall(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	wantPrefix(t, "result", res.Text(), manager.ErrorPrefix)
-	e.WaitFor(ctx, "fragile dropped", func() bool { return e.m.Status("fragile") == projector.StatusDisconnected })
+	e.WaitFor(ctx, "fragile dropped", func() bool { return e.Manager.Status("fragile") == projector.StatusDisconnected })
 	d := lifecycletest.LastOf[*events.Disconnected](e.Env, "fragile")
 	if d.ExitStatus == nil || *d.ExitStatus != 5 {
 		t.Fatalf("Disconnected %+v: want exit status 5", d)
@@ -144,7 +144,7 @@ func TestHangsInToolsList(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	wantTypes(t, "stuck", e.Types("stuck"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected, events.TypeToolsListFailed)
-	for _, tl := range e.m.Tools() {
+	for _, tl := range e.Manager.Tools() {
 		if tl.Server == "stuck" {
 			t.Fatalf("stuck exposes %s", tl.Name)
 		}
@@ -205,7 +205,7 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 	if _, cerr := e.tool("mcp_floodlater_crash").Call(ctx, map[string]any{"message": "the last words"}); cerr != nil {
 		t.Fatal(cerr)
 	}
-	e.WaitFor(ctx, "floodlater dropped", func() bool { return e.m.Status("floodlater") == projector.StatusDisconnected })
+	e.WaitFor(ctx, "floodlater dropped", func() bool { return e.Manager.Status("floodlater") == projector.StatusDisconnected })
 	d := lifecycletest.LastOf[*events.Disconnected](e.Env, "floodlater")
 	if len(d.Error) > limit {
 		t.Fatalf("Disconnected error is %d bytes", len(d.Error))
@@ -232,7 +232,7 @@ func TestFiveThousandToolsAcrossPages(t *testing.T) {
 		t.Fatalf("ToolsListed count %d, %d tools", listed.Count, len(listed.Tools))
 	}
 	var names []string
-	for _, tl := range e.m.Tools() {
+	for _, tl := range e.Manager.Tools() {
 		if tl.Server == "huge" {
 			names = append(names, tl.Name)
 		}
@@ -262,7 +262,7 @@ func TestWeirdToolNames(t *testing.T) {
 	}
 	byOriginal := map[string]*manager.Tool{}
 	seen := map[string]bool{}
-	for _, tl := range e.m.Tools() {
+	for _, tl := range e.Manager.Tools() {
 		if tl.Server != "weird" {
 			continue
 		}
@@ -281,7 +281,7 @@ func TestWeirdToolNames(t *testing.T) {
 			t.Errorf("tool %q not exposed; have %v", orig, byOriginal)
 			continue
 		}
-		if srv, o, ok := e.m.Resolve(tl.Name); !ok || srv != "weird" || o != orig {
+		if srv, o, ok := e.Manager.Resolve(tl.Name); !ok || srv != "weird" || o != orig {
 			t.Errorf("Resolve(%s) = %s, %q, %v", tl.Name, srv, o, ok)
 		}
 		r, err := tl.Call(ctx, map[string]any{"text": "hi " + orig})
@@ -298,13 +298,13 @@ func TestWeirdToolNames(t *testing.T) {
 	if a == b || (a != "mcp_weird_foo_bar" && b != "mcp_weird_foo_bar") {
 		t.Errorf("colliding names: Foo-Bar → %s, foo_bar → %s", a, b)
 	}
-	if cs := e.m.View().Collisions(); len(cs) == 0 {
+	if cs := e.Manager.View().Collisions(); len(cs) == 0 {
 		t.Error("no collision recorded")
 	}
 	// The same pair gets the same name in another session.
 	e2 := newEnv(t)
 	e2.connect(ctx, stdio(t, "weird", "only=", "weird-names"))
-	for _, tl := range e2.m.Tools() {
+	for _, tl := range e2.Manager.Tools() {
 		if tl.Server == "weird" && byOriginal[tl.Original].Name != tl.Name {
 			t.Errorf("%q named %s, then %s", tl.Original, byOriginal[tl.Original].Name, tl.Name)
 		}
@@ -367,8 +367,9 @@ func TestTenMegabyteResult(t *testing.T) {
 
 // TestHTTPServerVanishes: a remote server goes away at runtime (its
 // connections are cut and every later request is dropped). The drop is
-// detected and recorded (SPEC §8), its tools go away and calls fail with
-// "MCP error:".
+// detected without waiting for a call and recorded as Disconnected with
+// reason "transport closed" and the error, its tools go away and calls fail
+// with "MCP error:".
 func TestHTTPServerVanishes(t *testing.T) {
 	for _, transport := range []string{events.TransportHTTP, events.TransportSSE} {
 		t.Run(transport, func(t *testing.T) {
@@ -385,7 +386,7 @@ func TestHTTPServerVanishes(t *testing.T) {
 			echo := e.tool("mcp_remote_echo")
 			start := time.Now()
 			g.Release()
-			e.WaitFor(ctx, "remote dropped", func() bool { return e.m.Status("remote") == projector.StatusDisconnected })
+			e.WaitFor(ctx, "remote dropped", func() bool { return e.Manager.Status("remote") == projector.StatusDisconnected })
 			t.Logf("%s drop detected after %v", transport, time.Since(start).Round(time.Millisecond))
 			d := lifecycletest.LastOf[*events.Disconnected](e.Env, "remote")
 			if d.Reason != events.ReasonTransportClosed || d.Error == "" {
@@ -402,7 +403,7 @@ func TestHTTPServerVanishes(t *testing.T) {
 				t.Fatalf("call after the drop: %+v %v", r, err)
 			}
 			wantPrefix(t, "call after the drop", r.Text(), manager.ErrorPrefix)
-			for _, tl := range e.m.Tools() {
+			for _, tl := range e.Manager.Tools() {
 				if tl.Server == "remote" {
 					t.Fatalf("tool %s of the vanished server is still exposed", tl.Name)
 				}

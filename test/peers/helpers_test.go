@@ -13,51 +13,30 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/lifecycletest"
-	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
-	"github.com/mcplife/mcplife/store/memory"
 )
 
 const session = "peers"
 
-// env is one test's store, journal and manager (see lifecycletest.New),
-// with short names for this package's tests.
-type env struct {
-	*lifecycletest.Env
-	t   *testing.T
-	st  *memory.Store
-	j   *journal.Journal
-	m   *manager.Manager
-	cwd string
-}
+// env is one test's store, journal and manager (see lifecycletest.New)
+// with this package's helpers.
+type env struct{ *lifecycletest.Env }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := lifecycletest.New(t, session)
-	return &env{Env: e, t: t, st: e.Store, j: e.Journal, m: e.Manager, cwd: e.Cwd}
-}
-
-func (e *env) history() []events.Envelope { return e.History() }
-
-func (e *env) tools(server string) []string { return e.Tools(server) }
-func (e *env) tool(server, original string) *manager.Tool {
-	e.t.Helper()
-	return e.Tool(server, original)
+	return &env{lifecycletest.New(t, session)}
 }
 
 // connect connects one server and fails the test unless it connected.
 func (e *env) connect(ctx context.Context, cfg events.ServerConfig) *manager.ConnectResult {
-	e.t.Helper()
-	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{cfg}, nil)
-	if err != nil {
-		e.t.Fatalf("ConnectServers: %v", err)
-	}
+	e.T.Helper()
+	res := e.Connect(ctx, cfg)
 	if err := res.Errors[cfg.Name]; err != nil {
-		e.t.Fatalf("connect %s: %v", cfg.Name, err)
+		e.T.Fatalf("connect %s: %v", cfg.Name, err)
 	}
-	if st := e.m.Status(cfg.Name); st != projector.StatusConnected {
-		e.t.Fatalf("%s is %s", cfg.Name, st)
+	if st := e.Manager.Status(cfg.Name); st != projector.StatusConnected {
+		e.T.Fatalf("%s is %s", cfg.Name, st)
 	}
 	return res
 }
@@ -65,13 +44,13 @@ func (e *env) connect(ctx context.Context, cfg events.ServerConfig) *manager.Con
 // call calls a tool and fails the test unless it returned a result
 // without error.
 func (e *env) call(ctx context.Context, server, original string, args any) *manager.CallResult {
-	e.t.Helper()
-	res, err := e.tool(server, original).Call(ctx, args)
+	e.T.Helper()
+	res, err := e.Tool(server, original).Call(ctx, args)
 	if err != nil {
-		e.t.Fatalf("call %s/%s: %v", server, original, err)
+		e.T.Fatalf("call %s/%s: %v", server, original, err)
 	}
 	if res.IsError {
-		e.t.Fatalf("call %s/%s: error result %q", server, original, res.Text())
+		e.T.Fatalf("call %s/%s: error result %q", server, original, res.Text())
 	}
 	return res
 }

@@ -65,8 +65,8 @@ func checkEverything(ctx context.Context, t *testing.T, e *env, server string) {
 	// Tools that depend on the client's capabilities are registered after
 	// initialization, followed by tools/list_changed; the manager
 	// re-lists, so the count settles at 13 or 14.
-	e.WaitFor(ctx, "server-everything's tools", func() bool { return len(e.tools(server)) >= 13 })
-	names := e.tools(server)
+	e.WaitFor(ctx, "server-everything's tools", func() bool { return len(e.Tools(server)) >= 13 })
+	names := e.Tools(server)
 	if len(names) > 14 || !slices.Contains(names, "echo") {
 		t.Fatalf("server-everything lists %d tools %v, want 13 or 14 including echo", len(names), names)
 	}
@@ -95,8 +95,8 @@ func checkEverything(ctx context.Context, t *testing.T, e *env, server string) {
 	}
 	// The manager advertises roots and answers roots/list with its cwd.
 	if slices.Contains(names, "get-roots-list") {
-		if res := e.call(ctx, server, "get-roots-list", nil); !strings.Contains(res.Text(), rootURI(e.cwd)) {
-			t.Errorf("get-roots-list = %q, want it to name %s", res.Text(), rootURI(e.cwd))
+		if res := e.call(ctx, server, "get-roots-list", nil); !strings.Contains(res.Text(), rootURI(e.Cwd)) {
+			t.Errorf("get-roots-list = %q, want it to name %s", res.Text(), rootURI(e.Cwd))
 		}
 	} else {
 		t.Errorf("no get-roots-list tool: the manager should advertise roots; tools %v", names)
@@ -137,14 +137,14 @@ func teardown(ctx context.Context, t *testing.T, e *env, marker string) {
 	for _, p := range running {
 		t.Logf("server process %d (group %d): %s", p.PID, p.PGID, p.Cmdline)
 	}
-	if err := e.m.DisconnectAll(ctx); err != nil {
+	if err := e.Manager.DisconnectAll(ctx); err != nil {
 		t.Fatalf("DisconnectAll: %v", err)
 	}
 	if left := markedProcesses(marker); len(left) > 0 {
 		t.Logf("just after DisconnectAll, still running: %+v", left)
 	}
 	waitGone(t, marker)
-	if n := len(e.m.Tools()); n != 0 {
+	if n := len(e.Manager.Tools()); n != 0 {
 		t.Errorf("%d tools after DisconnectAll", n)
 	}
 }
@@ -161,10 +161,10 @@ func TestEverythingHTTP(t *testing.T) {
 			endpoint := peers.StartEverythingHTTP(t, mode.mode)
 			e.connect(ctx, events.ServerConfig{Name: "everything", Type: mode.transport, URL: endpoint})
 			checkEverything(ctx, t, e, "everything")
-			if err := e.m.DisconnectAll(ctx); err != nil {
+			if err := e.Manager.DisconnectAll(ctx); err != nil {
 				t.Fatalf("DisconnectAll: %v", err)
 			}
-			if st := e.m.Status("everything"); st != "disconnected" {
+			if st := e.Manager.Status("everything"); st != "disconnected" {
 				t.Fatalf("status after DisconnectAll: %s", st)
 			}
 			types := e.Types("everything")
@@ -176,7 +176,7 @@ func TestEverythingHTTP(t *testing.T) {
 			e.call(ctx, "everything", "echo", map[string]any{"message": "again"})
 			// Disconnect while the server still runs (it is killed when
 			// the test ends, before the manager is closed).
-			if err := e.m.DisconnectAll(ctx); err != nil {
+			if err := e.Manager.DisconnectAll(ctx); err != nil {
 				t.Fatalf("DisconnectAll: %v", err)
 			}
 		})
@@ -192,7 +192,7 @@ func TestFilesystem(t *testing.T) {
 			ctx := lifecycletest.Context(t)
 			// The manager's cwd holds the file; the server is started with
 			// another directory, which the client's roots replace.
-			file := filepath.Join(e.cwd, "hello.txt")
+			file := filepath.Join(e.Cwd, "hello.txt")
 			if err := os.WriteFile(file, []byte("hello from mcplife\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -205,13 +205,13 @@ func TestFilesystem(t *testing.T) {
 			cfg.Name = "fs"
 			cfg.Env = map[string]string{markerVar: marker}
 			e.connect(ctx, cfg)
-			names := e.tools("fs")
+			names := e.Tools("fs")
 			for _, want := range []string{"read_text_file", "list_directory", "list_allowed_directories", "write_file"} {
 				if !slices.Contains(names, want) {
 					t.Fatalf("tools %v lack %s", names, want)
 				}
 			}
-			waitAllowed(ctx, t, e, e.cwd)
+			waitAllowed(ctx, t, e, e.Cwd)
 			res := e.call(ctx, "fs", "read_text_file", map[string]any{"path": file})
 			if res.Text() != "hello from mcplife\n" {
 				t.Errorf("read_text_file = %q", res.Text())
@@ -223,11 +223,11 @@ func TestFilesystem(t *testing.T) {
 				}
 			}
 			// The roots replaced the directory the server was started with.
-			denied, err := e.tool("fs", "read_text_file").Call(ctx, map[string]any{"path": filepath.Join(argDir, "other.txt")})
+			denied, err := e.Tool("fs", "read_text_file").Call(ctx, map[string]any{"path": filepath.Join(argDir, "other.txt")})
 			if err != nil || !denied.IsError {
 				t.Errorf("reading outside the roots: %+v %v", denied, err)
 			}
-			listing := e.call(ctx, "fs", "list_directory", map[string]any{"path": e.cwd})
+			listing := e.call(ctx, "fs", "list_directory", map[string]any{"path": e.Cwd})
 			if !strings.Contains(listing.Text(), "hello.txt") {
 				t.Errorf("list_directory = %q", listing.Text())
 			}
