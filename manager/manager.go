@@ -149,6 +149,7 @@ type Manager struct {
 
 	viewMu sync.Mutex
 	view   *projector.ToolView
+	lookup toolIndex // (viewMu) the view's tools for Tool; see lookup.go
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -63,7 +64,7 @@ func (m *Manager) newTool(t projector.Tool) *Tool {
 // Path returns the tool's display path: "mcp:<server> via <providerName>"
 // when the provider is known, else "mcp:<server>".
 func (t *Tool) Path() string {
-	if t.ProviderName != "" {
+	if strings.TrimSpace(t.ProviderName) != "" {
 		return "mcp:" + t.Server + " via " + t.ProviderName
 	}
 	return "mcp:" + t.Server
