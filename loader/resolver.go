@@ -12,11 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/manager"
 )
-
-// Resolver is what the manager calls at every connect.
-var _ manager.Resolver = (*Resolver)(nil)
 
 // Errors returned by [Resolver.Resolve], wrapped with the reason. None of
 // them carries the value, the command or its output.

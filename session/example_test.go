@@ -14,33 +14,69 @@ import (
 )
 
 // Start a session on a project whose .mcplife/mcp.json names one stdio MCP
-// server, and print the session's tools.
+// server, "demo", list the session's tools and call one.
 func Example() {
-	ctx := context.Background()
-	project, _ := os.MkdirTemp("", "project")
-	defer os.RemoveAll(project)
-	os.MkdirAll(filepath.Join(project, ".mcplife"), 0o755)
-	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		// The example server is this test binary acting as an MCP server.
-		"demo": map[string]any{"command": os.Args[0], "args": []string{fixture.ChildArg, "only=echo,add"}},
-	}})
-	os.WriteFile(filepath.Join(project, ".mcplife", "mcp.json"), config, 0o644)
-
-	st := memory.New() // or sqlite.Open(path, nil) to keep the history
-	defer st.Close()
-	j, _ := journal.New(st, nil)
-	defer j.Close()
-
-	s, err := session.Start(ctx, session.Options{Journal: j, Cwd: project, Home: project})
+	dir, err := exampleProject()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer s.Close(ctx)
-	for _, t := range s.Tools() {
-		fmt.Println(t.Name, "from", t.Path)
+	defer os.RemoveAll(dir)
+	if err := embed(context.Background(), dir); err != nil {
+		fmt.Println(err)
 	}
 	// Output:
 	// mcp_demo_add from mcp:demo via mcplife
 	// mcp_demo_echo from mcp:demo via mcplife
+	// hi
+}
+
+// embed is the README's embedding snippet: the lines between the markers
+// are compared with it by TestREADMEEmbeddingSnippet.
+func embed(ctx context.Context, dir string) error {
+	// README: begin
+	st := memory.New() // or sqlite.Open(path, nil) to keep the history
+	defer st.Close()
+	j, err := journal.New(st, nil) // persist, then publish on a watermill bus
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	s, err := session.Start(ctx, j, &session.Options{Cwd: dir})
+	if err != nil {
+		return err
+	}
+	defer s.Close(ctx) // disconnects every server, records SessionClosed
+	s.WaitReady(ctx)   // optional: also the servers that missed the startup gate
+	for _, t := range s.Tools() {
+		fmt.Println(t.Name, "from", t.Path) // mcp_demo_echo from mcp:demo via mcplife
+	}
+	echo, _ := s.Tool("mcp_demo_echo")
+	res, err := echo.Call(ctx, json.RawMessage(`{"text":"hi"}`))
+	if err != nil {
+		return err // the call was cancelled; server errors are results
+	}
+	fmt.Println(res.Text())
+	// README: end
+	return nil
+}
+
+// exampleProject writes a project whose .mcplife/mcp.json names one
+// server, "demo": this test binary acting as an MCP server.
+func exampleProject() (string, error) {
+	cmd, args, err := fixture.ChildCommand("only=echo,add")
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "project")
+	if err != nil {
+		return "", err
+	}
+	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"demo": map[string]any{"command": cmd, "args": args},
+	}})
+	if err := os.MkdirAll(filepath.Join(dir, ".mcplife"), 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, ".mcplife", "mcp.json"), config, 0o644)
 }

@@ -1,29 +1,17 @@
-// Package session is the agent-session side of mcplife: a session holds a
-// tool registry (the agent's own tools plus the mcp_ tools of its manager),
-// keeps it current by subscribing to the manager's tool-view updates, and
-// runs the reload flow.
-//
-// Example:
-//
-//	s, err := session.Start(ctx, session.Options{Cwd: dir, Home: home, LookupEnv: os.LookupEnv, Journal: j})
-//	if err != nil { ... }
-//	defer s.Close(ctx)
-//	for _, t := range s.Tools() { fmt.Println(t.Name) }
 package session
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
@@ -48,48 +36,60 @@ type Tool struct {
 	MCP *manager.Tool
 }
 
-// Options configure [Start].
+// Options configure [Start]. The zero value (or nil) means: discover
+// servers for the process's working directory, home directory and
+// environment, and connect them with the manager's defaults.
 type Options struct {
-	// ID is the session id, which is also its event stream; empty means a
-	// new random id.
+	// ID is the session id, which is also its event stream; empty means
+	// a new one ([journal.NewSessionID]).
 	ID string
-	// Journal records the session's events (required unless MCP is
-	// disabled).
-	Journal *journal.Journal
-	// Cwd, Home and LookupEnv are the discovery inputs (see
-	// [loader.Options]).
-	Cwd       string
-	Home      string
-	LookupEnv loader.EnvLookup
-	// ExtraConfigs are further config files (see [loader.Options]).
-	ExtraConfigs []string
-	// EnableMCP nil means true; false skips discovery entirely.
-	EnableMCP *bool
-	// EnableProjectConfig nil means true (see [loader.Options]).
-	EnableProjectConfig *bool
-	// Gate is the startup gate (default [manager.DefaultGate]).
-	Gate time.Duration
+	// Cwd is the session's working directory: the project directory
+	// discovery reads, and the manager's working directory (for stdio
+	// servers without a cwd, and for roots/list). Empty means the
+	// process's working directory. A Cwd set in Loader or Manager wins for
+	// that side.
+	Cwd string
+	// Loader configures discovery. Empty fields take the session's
+	// defaults: Cwd from Options.Cwd, Home from the process
+	// ([os.UserHomeDir]), LookupEnv from the process ([os.LookupEnv]) when
+	// Env is nil too, Logger from Options.Logger. The same options build
+	// the resolver that substitutes env and header values at every connect
+	// ([loader.ResolverFor]), so connecting sees the environment discovery
+	// saw. Not used when Servers is set, except for that resolver.
+	Loader loader.Options
+	// DisableProjectConfig leaves project-level config files (those inside
+	// Cwd, which can name commands to run) unopened, as
+	// Loader.EnableProjectConfig false does.
+	DisableProjectConfig bool
+	// Servers, when not nil, replace discovery: the session connects
+	// exactly these configs (each with Name set) and reads no config file.
+	// An empty, non-nil list connects nothing. Sources holds the source
+	// metadata of each, by name (optional); it gives the tools' display
+	// paths ("mcp:<server> via <providerName>").
+	Servers []events.ServerConfig
+	Sources map[string]events.SourceMeta
+	// DisableMCP skips discovery and connecting entirely: the session holds
+	// only Tools, and Start needs no journal.
+	DisableMCP bool
+	// Manager configures the session's manager ([manager.New]); nil means
+	// defaults. Empty Cwd, Logger and Resolver are filled in from the
+	// session's.
+	Manager *manager.Options
 	// Tools are the agent's own, non-MCP tools.
 	Tools []Tool
 	// Logger receives per-server errors and late failures; nil discards.
 	Logger *slog.Logger
-	// Manager, when set, is used instead of creating one (its session id
-	// wins over ID). The session then does not close it.
-	Manager *manager.Manager
-	// ManagerOptions are passed to [manager.New] when the session creates
-	// the manager; Cwd, Gate, Logger and Resolver are filled in when empty.
-	ManagerOptions *manager.Options
 }
 
 // Session is one agent session. All methods are safe for concurrent use.
 type Session struct {
 	id      string
-	opts    Options
 	log     *slog.Logger
 	mgr     *manager.Manager
 	ownsMgr bool
-	load    *loader.LoadResult
-	loadOpt loader.Options
+	load    *LoadResult
+	// discover rediscovers for Reload.
+	discover manager.DiscoverFunc
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -100,108 +100,165 @@ type Session struct {
 
 	mu        sync.Mutex
 	own       []Tool
-	mcp       []Tool
+	mcp       []Tool          // sorted by name
 	active    map[string]bool // nil: every tool is active
 	changes   chan struct{}
 	closed    bool
 	subagents []*Session
 }
 
-// Start starts a session. With MCP disabled it only holds opts.Tools.
-// Otherwise it records SessionStarted, runs [loader.DiscoverAndLoad]
-// (logging each per-server error), and subscribes to the manager's updates
-// so later connects, drops and list changes refresh its tools.
-func Start(ctx context.Context, opts Options) (*Session, error) {
-	log := opts.Logger
+// Start starts a session that records to j. With MCP disabled it only
+// holds opts.Tools. Otherwise it creates the session's manager, records
+// SessionStarted, discovers servers (or takes opts.Servers), records what
+// it found and connects the servers, returning at the startup gate; each
+// per-server error is logged and kept in [Session.LoadResult]. It
+// subscribes to the manager's updates, so later connects, drops and list
+// changes refresh its tools.
+//
+// A discovery that fails as a whole still starts the session, without MCP
+// tools (see [DiscoverAndLoad]). Start returns an error when j is nil
+// (with MCP enabled), when the manager cannot be created or refuses to
+// connect, or when ctx ends before the gate.
+func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Session{id: opts.ID, opts: opts, log: log, own: slices.Clone(opts.Tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Session{id: o.ID, log: log, own: slices.Clone(o.Tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
 	if s.id == "" {
-		s.id = NewID()
+		s.id = journal.NewSessionID()
 	}
-	if opts.EnableMCP != nil && !*opts.EnableMCP {
+	if o.DisableMCP {
 		close(s.done)
 		s.cancel = func() {}
 		return s, nil
 	}
-	s.loadOpt = loader.Options{
-		Cwd: opts.Cwd, Home: opts.Home, LookupEnv: opts.LookupEnv,
-		ExtraConfigs: opts.ExtraConfigs, EnableProjectConfig: opts.EnableProjectConfig, Logger: log,
+	if j == nil {
+		return nil, errors.New("session: nil journal (required unless MCP is disabled)")
 	}
-	if opts.Manager != nil {
-		s.mgr = opts.Manager
-		s.id = opts.Manager.Session()
-	} else {
-		if opts.Journal == nil {
-			return nil, errors.New("session: Options.Journal is required when MCP is enabled")
-		}
-		mo := manager.Options{}
-		if opts.ManagerOptions != nil {
-			mo = *opts.ManagerOptions
-		}
-		if mo.Cwd == "" {
-			mo.Cwd = opts.Cwd
-		}
-		if mo.Gate == 0 {
-			mo.Gate = opts.Gate
-		}
-		if mo.Logger == nil {
-			mo.Logger = log
-		}
-		if mo.Resolver == nil {
-			mo.Resolver = loader.NewResolver(opts.LookupEnv, &loader.ResolverOptions{Dir: opts.Cwd, Logger: log})
-		}
-		m, err := manager.New(opts.Journal, s.id, &mo)
+	cwd := o.Cwd
+	if cwd == "" {
+		wd, err := os.Getwd()
 		if err != nil {
-			return nil, fmt.Errorf("session: %w", err)
+			return nil, fmt.Errorf("session: working directory: %w", err)
 		}
-		s.mgr, s.ownsMgr = m, true
-		gate := mo.Gate
-		if gate == 0 {
-			gate = manager.DefaultGate
-		}
-		if err := m.Record(ctx, &events.SessionStarted{Cwd: opts.Cwd, Gate: gate, Options: map[string]string{
-			"enableProjectConfig": strconv.FormatBool(opts.EnableProjectConfig == nil || *opts.EnableProjectConfig),
-			"extraConfigs":        strconv.Itoa(len(opts.ExtraConfigs)),
-		}}); err != nil {
-			m.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("session: %w", err)
-		}
+		cwd = wd
 	}
-	// Subscribe before loading, so no update is missed.
-	wctx, cancel := context.WithCancel(context.Background())
-	updates, err := s.mgr.Watch(wctx)
+	lo := o.Loader
+	if lo.Cwd == "" {
+		lo.Cwd = cwd
+	}
+	if lo.Home == "" {
+		// Without a home directory discovery fails as a whole, which the
+		// load reports.
+		lo.Home, _ = os.UserHomeDir()
+	}
+	if lo.LookupEnv == nil && lo.Env == nil {
+		lo.LookupEnv = os.LookupEnv
+	}
+	if lo.Logger == nil {
+		lo.Logger = log
+	}
+	if o.DisableProjectConfig {
+		lo.EnableProjectConfig = new(false)
+	}
+	var mo manager.Options
+	if o.Manager != nil {
+		mo = *o.Manager
+	}
+	if mo.Cwd == "" {
+		mo.Cwd = cwd
+	}
+	if mo.Logger == nil {
+		mo.Logger = log
+	}
+	if mo.Resolver == nil {
+		mo.Resolver = loader.ResolverFor(lo, &loader.ResolverOptions{Logger: log})
+	}
+	m, err := manager.New(j, s.id, &mo)
 	if err != nil {
-		cancel()
-		s.closeOwned(ctx)
-		return nil, fmt.Errorf("session: watch manager: %w", err)
+		return nil, fmt.Errorf("session: %w", err)
 	}
-	s.cancel = cancel
-	go s.follow(updates)
-
-	if opts.Manager == nil {
-		res, err := loader.DiscoverAndLoad(ctx, s.mgr, s.loadOpt)
-		if err != nil {
-			s.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("session: load MCP tools: %w", err)
+	s.mgr, s.ownsMgr = m, true
+	gate := mo.Gate
+	if gate == 0 {
+		gate = manager.DefaultGate
+	}
+	started := &events.SessionStarted{Cwd: cwd, Gate: gate}
+	if o.Servers != nil {
+		configs, sources := slices.Clone(o.Servers), maps.Clone(o.Sources)
+		s.discover = func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
+			return configs, sources, nil
 		}
-		s.load = res
-		for _, e := range res.Errors {
-			log.Error("MCP tool load failed", "path", e.Path, "error", e.Error)
+		started.Options = map[string]string{"servers": strconv.Itoa(len(configs))}
+	} else {
+		s.discover = Discoverer(m, lo)
+		started.Options = map[string]string{
+			"enableProjectConfig": strconv.FormatBool(lo.EnableProjectConfig == nil || *lo.EnableProjectConfig),
+			"extraConfigs":        strconv.Itoa(len(lo.ExtraConfigs)),
 		}
+	}
+	if err := m.Record(ctx, started); err != nil {
+		m.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	if err := s.follow(); err != nil {
+		s.closeOwned(ctx)
+		return nil, err
+	}
+	var res *LoadResult
+	if o.Servers != nil {
+		res, err = loadServers(ctx, m, o.Servers, o.Sources)
+	} else {
+		res, err = DiscoverAndLoad(ctx, m, lo)
+	}
+	if err != nil {
+		s.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("session: load MCP tools: %w", err)
+	}
+	s.load = res
+	for _, e := range res.Errors {
+		log.Error("MCP tool load failed", "path", e.Path, "error", e.Error)
 	}
 	s.RefreshMCPTools()
 	return s, nil
 }
 
-// follow refreshes the session on every manager update until the watch
-// ends. Owned by the session: Close cancels and waits for it.
-func (s *Session) follow(updates <-chan manager.Update) {
-	defer close(s.done)
-	for range updates {
-		s.RefreshMCPTools()
+// shared returns a session that uses m, which it does not own, with its
+// own registry of tools plus m's tools; it reloads with discover.
+func shared(m *manager.Manager, discover manager.DiscoverFunc, tools []Tool, log *slog.Logger) (*Session, error) {
+	s := &Session{id: m.Session(), log: log, mgr: m, discover: discover, own: slices.Clone(tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
+	if err := s.follow(); err != nil {
+		return nil, err
 	}
+	s.RefreshMCPTools()
+	return s, nil
+}
+
+// follow subscribes to the manager's updates (before anything is loaded,
+// so no update is missed) and starts the goroutine that refreshes the
+// session on each; Close cancels and waits for it.
+func (s *Session) follow() error {
+	wctx, cancel := context.WithCancel(context.Background())
+	updates, err := s.mgr.Watch(wctx)
+	if err != nil {
+		cancel()
+		close(s.done)
+		s.cancel = func() {}
+		return fmt.Errorf("session: watch manager: %w", err)
+	}
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		for range updates {
+			s.RefreshMCPTools()
+		}
+	}()
+	return nil
 }
 
 // ID returns the session id (its event stream).
@@ -210,9 +267,10 @@ func (s *Session) ID() string { return s.id }
 // Manager returns the session's manager (nil when MCP is disabled).
 func (s *Session) Manager() *manager.Manager { return s.mgr }
 
-// LoadResult returns the result of the initial discovery and load (nil
-// when MCP is disabled or the manager was given).
-func (s *Session) LoadResult() *loader.LoadResult { return s.load }
+// LoadResult returns the result of the initial discovery (or connect of
+// [Options.Servers]) and load; nil when MCP is disabled and for a
+// subagent.
+func (s *Session) LoadResult() *LoadResult { return s.load }
 
 // RefreshMCPTools replaces every mcp_ tool of the registry with the
 // manager's latest view. The selection of active tools is kept: tools that
@@ -225,10 +283,9 @@ func (s *Session) RefreshMCPTools() {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
 	var fresh []Tool
-	for _, lt := range loader.LoadedTools(s.mgr.Tools()) {
-		t := lt.Tool
+	for _, t := range s.mgr.Tools() {
 		fresh = append(fresh, Tool{
-			Name: lt.Name, Description: t.Description, InputSchema: t.InputSchema, Path: lt.Path, MCP: t,
+			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Path: t.Path(), MCP: t,
 			Call: func(ctx context.Context, args json.RawMessage) (*manager.CallResult, error) { return t.Call(ctx, args) },
 		})
 	}
@@ -298,14 +355,34 @@ func (s *Session) SetActive(names []string) {
 	}
 }
 
-// Tool returns the named tool.
+// Tool returns the named tool of the registry, as [Session.Tools] would
+// list it, without building the list. An agent's own tool wins over an
+// mcp_ tool of the same name.
 func (s *Session) Tool(name string) (Tool, bool) {
-	for _, t := range s.Tools() {
-		if t.Name == name {
-			return t, true
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.IndexFunc(s.own, func(t Tool) bool { return t.Name == name }); i >= 0 {
+		return s.own[i], true
+	}
+	if i, ok := slices.BinarySearchFunc(s.mcp, name, func(t Tool, name string) int { return strings.Compare(t.Name, name) }); ok {
+		return s.mcp[i], true
 	}
 	return Tool{}, false
+}
+
+// WaitReady waits until every MCP server of the session has settled:
+// connected with its first tool list, or failed (see
+// [manager.Manager.WaitReady]), and then refreshes the registry, so
+// [Session.Tools] holds every tool that arrived. It returns nil at once
+// when MCP is disabled, ctx.Err() when ctx ends first, and
+// [manager.ErrClosed] when the manager was closed.
+func (s *Session) WaitReady(ctx context.Context) error {
+	if s.mgr == nil {
+		return nil
+	}
+	err := s.mgr.WaitReady(ctx)
+	s.RefreshMCPTools()
+	return err
 }
 
 // Reload disconnects every server, rediscovers, reconnects and refreshes
@@ -314,7 +391,7 @@ func (s *Session) Reload(ctx context.Context) (*manager.ConnectResult, error) {
 	if s.mgr == nil {
 		return nil, errors.New("session: MCP is disabled")
 	}
-	res, err := s.mgr.Reload(ctx, loader.Discoverer(s.mgr, s.loadOpt))
+	res, err := s.mgr.Reload(ctx, s.discover)
 	s.RefreshMCPTools()
 	if res != nil {
 		for name, e := range res.Errors {
@@ -330,9 +407,9 @@ func (s *Session) Reload(ctx context.Context) (*manager.ConnectResult, error) {
 // disconnect anything.
 func (s *Session) Subagent(tools []Tool) (*Session, error) {
 	if s.mgr == nil {
-		return Start(context.Background(), Options{EnableMCP: new(bool), Tools: tools, Logger: s.log})
+		return Start(context.Background(), nil, &Options{DisableMCP: true, Tools: tools, Logger: s.log})
 	}
-	sub, err := Start(context.Background(), Options{Manager: s.mgr, Tools: tools, Logger: s.log})
+	sub, err := shared(s.mgr, s.discover, tools, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -371,41 +448,4 @@ func (s *Session) closeOwned(ctx context.Context) error {
 		err = errors.Join(err, rerr)
 	}
 	return err
-}
-
-// DiscoverServers discovers and loads MCP tools without an agent session:
-// it creates a manager on j (a new session id unless id is set) and returns
-// the loader's result; the caller owns result.Manager and closes it.
-func DiscoverServers(ctx context.Context, j *journal.Journal, id string, opts loader.Options, mo *manager.Options) (*loader.LoadResult, error) {
-	if id == "" {
-		id = NewID()
-	}
-	o := manager.Options{}
-	if mo != nil {
-		o = *mo
-	}
-	if o.Cwd == "" {
-		o.Cwd = opts.Cwd
-	}
-	if o.Resolver == nil {
-		o.Resolver = loader.NewResolver(opts.LookupEnv, &loader.ResolverOptions{Dir: opts.Cwd, Logger: opts.Logger})
-	}
-	m, err := manager.New(j, id, &o)
-	if err != nil {
-		return nil, err
-	}
-	res, err := loader.DiscoverAndLoad(ctx, m, opts)
-	if err != nil {
-		m.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return res, nil
-}
-
-// NewID returns a new session id: the UTC time (so ids sort by start) and
-// random hex.
-func NewID() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }

@@ -21,7 +21,24 @@ import (
 
 func TestMain(m *testing.M) {
 	fixture.RunIfChild()
-	os.Exit(m.Run())
+	os.Exit(runHermetic(m))
+}
+
+// runHermetic runs the tests with an empty home directory and without the
+// variables that point discovery at other user config directories, so a
+// session that takes the process's home and environment (the default)
+// never reads the real user's configs.
+func runHermetic(m *testing.M) int {
+	home, err := os.MkdirTemp("", "session-home-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(home)
+	os.Setenv("HOME", home)
+	for _, v := range []string{"XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA"} {
+		os.Unsetenv(v)
+	}
+	return m.Run()
 }
 
 // project writes a native project config naming servers and returns the
@@ -116,7 +133,7 @@ func TestLateServerReachesSessionBySubscription(t *testing.T) {
 	j, _ := newJournal(t)
 	seedCache(t, j, cwd, home, "slow", "add")
 	own := session.Tool{Name: "read_file", Description: "the agent's own tool"}
-	s, err := session.Start(t.Context(), session.Options{Journal: j, Cwd: cwd, Home: home, Tools: []session.Tool{own}})
+	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}, Tools: []session.Tool{own}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +185,7 @@ func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
 		"b": fixtureConfig(t, "only=pid", release.Arg("exit-on-release")),
 	})
 	j, st := newJournal(t)
-	s, err := session.Start(t.Context(), session.Options{Journal: j, Cwd: cwd, Home: home})
+	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +220,7 @@ func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
 func TestReloadRecordsAndRefreshes(t *testing.T) {
 	cwd, home := project(t, map[string]events.ServerConfig{"a": fixtureConfig(t, "only=echo")})
 	j, st := newJournal(t)
-	s, err := session.Start(t.Context(), session.Options{Journal: j, Cwd: cwd, Home: home})
+	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +254,7 @@ func TestMCPDisabledSkipsDiscovery(t *testing.T) {
 	cwd, home := project(t, map[string]events.ServerConfig{
 		"evil": {Command: "sh", Args: []string{"-c", "touch " + marker}, Env: map[string]string{"X": "!touch " + marker}},
 	})
-	s, err := session.Start(t.Context(), session.Options{Cwd: cwd, Home: home, EnableMCP: new(bool), Tools: []session.Tool{{Name: "own"}}})
+	s, err := session.Start(t.Context(), nil, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}, DisableMCP: true, Tools: []session.Tool{{Name: "own"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +271,11 @@ func TestMCPDisabledSkipsDiscovery(t *testing.T) {
 // error with path .mcp.json.
 func TestDiscoveryFailureStillStarts(t *testing.T) {
 	j, _ := newJournal(t)
-	s, err := session.Start(t.Context(), session.Options{Journal: j, Cwd: t.TempDir(), Home: ""})
+	notADir := filepath.Join(t.TempDir(), "home")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.Start(t.Context(), j, &session.Options{Cwd: t.TempDir(), Loader: loader.Options{Home: notADir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/session"
 	"github.com/mcplife/mcplife/store"
@@ -74,13 +75,13 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	say("project %s with four example MCP servers (this binary, re-executed):", project)
 	say("  fast     answers at once          slow     lists its tools after 0.9 s (beyond the 250 ms gate)")
 	say("  failing  fails at initialize      flaky    exits on its own 1.2 s after it starts")
-	opts := session.Options{Journal: j, Cwd: project, Home: home, LookupEnv: func(string) (string, bool) { return "", false },
+	opts := &session.Options{Cwd: project, Loader: loader.Options{Home: home, LookupEnv: func(string) (string, bool) { return "", false }},
 		Logger: slog.New(slog.DiscardHandler)}
 
 	// Run 1: cold cache. The slow server has no cached tools, so the gate
 	// waits for it (correctness over speed).
 	say("\n== run 1: cold tool cache")
-	s1, err := session.Start(ctx, opts)
+	s1, err := session.Start(ctx, j, opts)
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	// when its tools/list arrives.
 	say("\n== run 2: warm tool cache")
 	start := time.Now()
-	s2, err := session.Start(ctx, opts)
+	s2, err := session.Start(ctx, j, opts)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
-	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/session"
@@ -20,12 +19,12 @@ import (
 
 // runJSON is the fixed shape of `run --once --json` (SPEC §9).
 type runJSON struct {
-	Session string             `json:"session"`
-	Gate    runGateJSON        `json:"gate"`
-	Servers []runServerJSON    `json:"servers"`
-	Tools   []toolJSON         `json:"tools"`
-	Errors  []loader.LoadError `json:"errors"`
-	Call    *runCallJSON       `json:"call,omitempty"`
+	Session string              `json:"session"`
+	Gate    runGateJSON         `json:"gate"`
+	Servers []runServerJSON     `json:"servers"`
+	Tools   []toolJSON          `json:"tools"`
+	Errors  []session.LoadError `json:"errors"`
+	Call    *runCallJSON        `json:"call,omitempty"`
 }
 
 type runGateJSON struct {
@@ -112,10 +111,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	start := time.Now()
-	s, err := session.Start(ctx, session.Options{
-		Journal: j, Cwd: lopts.Cwd, Home: lopts.Home, LookupEnv: lopts.LookupEnv,
-		ExtraConfigs: lopts.ExtraConfigs, EnableProjectConfig: lopts.EnableProjectConfig,
-		Gate: o.gate, Logger: logger,
+	s, err := session.Start(ctx, j, &session.Options{
+		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate}, Logger: logger,
 	})
 	if err != nil {
 		return err
@@ -150,7 +147,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 
 	settle(ctx, s, o.settle)
-	out := runJSON{Session: s.ID(), Gate: runGateJSON{Outcomes: map[string]string{}}, Servers: []runServerJSON{}, Tools: []toolJSON{}, Errors: []loader.LoadError{}}
+	out := runJSON{Session: s.ID(), Gate: runGateJSON{Outcomes: map[string]string{}}, Servers: []runServerJSON{}, Tools: []toolJSON{}, Errors: []session.LoadError{}}
 	if res.Connect != nil {
 		out.Gate.ElapsedMs = ms(res.Connect.Gate.Elapsed)
 		if res.Connect.Gate.Outcomes != nil {
@@ -171,8 +168,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 		}
 		out.Servers = append(out.Servers, runServerJSON{Name: st.Name, Status: st.Status, Transport: st.Transport,
 			Source: st.Source, Tools: len(st.Tools), ReadyMs: ready, Error: st.Error})
-		if st.Error != "" && !slices.ContainsFunc(out.Errors, func(e loader.LoadError) bool { return e.Path == "mcp:"+st.Name }) {
-			out.Errors = append(out.Errors, loader.LoadError{Path: "mcp:" + st.Name, Error: st.Error})
+		if st.Error != "" && !slices.ContainsFunc(out.Errors, func(e session.LoadError) bool { return e.Path == "mcp:"+st.Name }) {
+			out.Errors = append(out.Errors, session.LoadError{Path: "mcp:" + st.Name, Error: st.Error})
 		}
 	}
 	for _, t := range s.Tools() {
@@ -319,7 +316,7 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 	return out, nil
 }
 
-func printGate(g *globals, res *loader.LoadResult) {
+func printGate(g *globals, res *session.LoadResult) {
 	if res.Connect == nil {
 		for _, e := range res.Errors {
 			fmt.Fprintf(g.stdout, "%s %s: %s\n", g.paint(colorRed, "error"), escapeLine(e.Path), escapeText(e.Error))

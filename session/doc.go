@@ -1,0 +1,21 @@
+// Package session is the wiring layer of mcplife and the agent-session
+// side of it: [Start] discovers servers with the loader (or takes the
+// host's own list), connects them through a manager, and returns a
+// session whose tool registry holds the agent's own tools plus the mcp_
+// tools of its manager. The registry stays current by subscribing to the
+// manager's tool-view updates (late connects, drops, list changes), and
+// the session runs the reload flow and shares its connections with
+// subagents.
+//
+// The loader and the manager do not know each other; a host that wants
+// its own manager uses [DiscoverAndLoad] and [Discoverer], which hold the
+// same wiring.
+//
+// Example:
+//
+//	j, _ := journal.New(st, nil)
+//	s, err := session.Start(ctx, j, &session.Options{Cwd: dir})
+//	if err != nil { ... }
+//	defer s.Close(ctx)
+//	for _, t := range s.Tools() { fmt.Println(t.Name, "from", t.Path) }
+package session
