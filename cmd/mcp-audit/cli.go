@@ -1,3 +1,5 @@
+// Command mcp-audit runs, inspects, replays and verifies the MCP server
+// lifecycle recorded by mcplife. Run `mcp-audit help` for the subcommands.
 package main
 
 import (
@@ -9,13 +11,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/sqlite"
 )
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
 // Exit statuses.
 const (
@@ -193,6 +207,11 @@ func (g *globals) dbPath() (string, error) {
 	return filepath.Join(home, ".local", "state", "mcplife", "events.db"), nil
 }
 
+func mustPath(g *globals) string {
+	p, _ := g.dbPath()
+	return p
+}
+
 // openReadOnly opens the store for the inspection commands. It never
 // creates, migrates or modifies the file; every failure is a one-line
 // input error.
@@ -248,6 +267,50 @@ func (g *globals) openJournal() (*sqlite.DB, *journal.Journal, func(), error) {
 	return db, j, func() { j.Close(); db.Close() }, nil
 }
 
+// resolveSession maps "last", an exact id or a unique id prefix onto a
+// recorded session id.
+func resolveSession(ctx context.Context, st store.Store, arg string) (string, error) {
+	var last string
+	var matches []string
+	for info, err := range st.Streams(ctx) {
+		if err != nil {
+			return "", err
+		}
+		if info.Stream == arg {
+			return arg, nil
+		}
+		last = info.Stream
+		if strings.HasPrefix(info.Stream, arg) {
+			matches = append(matches, info.Stream)
+		}
+	}
+	switch {
+	case arg == "last" && last != "":
+		return last, nil
+	case arg == "last":
+		return "", usagef("no sessions recorded yet")
+	case len(matches) == 1:
+		return matches[0], nil
+	case len(matches) > 1:
+		return "", usagef("session prefix %q is ambiguous (%d sessions)", arg, len(matches))
+	}
+	return "", usagef("no session %q (see mcp-audit sessions)", arg)
+}
+
+// openSession opens the store read-only and resolves arg to a session id.
+func (g *globals) openSession(ctx context.Context, arg string) (store.Store, string, error) {
+	st, err := g.openReadOnly()
+	if err != nil {
+		return nil, "", err
+	}
+	session, err := resolveSession(ctx, st, arg)
+	if err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, session, nil
+}
+
 // writeJSON prints v as indented JSON without HTML escaping, and with
 // the characters a terminal acts on escaped (see [escapeJSON]).
 func (g *globals) writeJSON(v any) error {
@@ -260,6 +323,27 @@ func (g *globals) writeJSON(v any) error {
 	}
 	_, err := g.stdout.Write(escapeJSON(b.Bytes()))
 	return err
+}
+
+// writeJSONLine prints v as one compact JSON line, with the characters a
+// terminal acts on escaped (see [escapeJSON]).
+func (g *globals) writeJSONLine(v any) error {
+	b, err := marshalNoEscape(v)
+	if err != nil {
+		return err
+	}
+	_, err = g.stdout.Write(append(escapeJSON(b), '\n'))
+	return err
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // useColor reports whether w is a terminal and NO_COLOR is unset.
@@ -301,4 +385,33 @@ func (g *globals) statusColor(status string) string {
 		return g.paint(colorRed, status)
 	}
 	return escapeLine(status)
+}
+
+type toolJSON struct {
+	Name     string `json:"name"`
+	Server   string `json:"server"`
+	Tool     string `json:"tool"`
+	Deferred bool   `json:"deferred"`
+}
+
+func fmtOffset(d time.Duration) string {
+	return "+" + strconv.FormatFloat(ms(d), 'f', 1, 64) + "ms"
+}
+
+func fmtDur(d time.Duration) string {
+	if d < time.Second {
+		return strconv.FormatFloat(ms(d), 'f', 1, 64) + "ms"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/session"
-	"github.com/mcplife/mcplife/store"
 )
 
 // demoServers are the bundled example servers: this binary re-executed as
@@ -157,20 +156,4 @@ func waitStatus(ctx context.Context, s *session.Session, server, status string, 
 			return
 		}
 	}
-}
-
-// verifyOne checks one session's invariants and prints the verdict.
-func verifyOne(ctx context.Context, g *globals, st store.Store, id string) error {
-	n, violations, err := checkSession(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	if len(violations) == 0 {
-		fmt.Fprintf(g.stdout, "\nverify: %d events, ordering invariants %s\n", n, g.paint(colorGreen, "hold"))
-		return nil
-	}
-	for _, v := range violations {
-		fmt.Fprintf(g.stdout, "%s %s\n", g.paint(colorRed, "FAIL"), v)
-	}
-	return errCheckFailed
 }

@@ -204,11 +204,6 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-func mustPath(g *globals) string {
-	p, _ := g.dbPath()
-	return p
-}
-
 // settle waits until no server is connecting, up to limit.
 func settle(ctx context.Context, s *session.Session, limit time.Duration) {
 	timer := time.NewTimer(limit)
@@ -375,13 +370,4 @@ func printTools(g *globals, s *session.Session) {
 		fmt.Fprintf(tw, "%s\t%s\t%t\n", escapeLine(t.Name), escapeLine(t.Path), t.MCP != nil && t.MCP.Deferred)
 	}
 	tw.Flush()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
