@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/url"
 	"regexp"
@@ -80,6 +81,126 @@ func (c ServerConfig) Transport() string {
 		return TransportHTTP
 	}
 	return c.Type
+}
+
+// Validate checks the server's name and transport fields. It returns nil,
+// or a [*ConfigError] whose message joins every problem with "; ":
+//
+//	Server "<n>": invalid server name (must match ^[A-Za-z0-9_.:-]{1,100}$)
+//	Server "<n>": both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both
+//	Server "<n>": stdio server requires "command" field
+//	Server "<n>": <http|sse> server requires "url" field
+//	Server "<n>": unknown server type "<t>"
+//
+// and, for an http or sse URL without ${VAR} references, the problem
+// [CheckURL] finds. A URL with references is checked once they are
+// expanded, by whoever expands them. The transport is [ServerConfig.Transport]:
+// a missing type is inferred, the aliases of http are accepted.
+func (c ServerConfig) Validate() error {
+	var problems []string
+	if !ValidServerName(c.Name) {
+		problems = append(problems, "invalid server name (must match "+ServerNamePattern+")")
+	}
+	if c.Command != "" && c.URL != "" {
+		problems = append(problems, `both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both`)
+	}
+	switch t := c.Transport(); t {
+	case TransportStdio:
+		if c.Command == "" {
+			problems = append(problems, `stdio server requires "command" field`)
+		}
+	case TransportHTTP, TransportSSE:
+		if c.URL == "" {
+			problems = append(problems, t+` server requires "url" field`)
+		} else if !strings.Contains(c.URL, "${") {
+			if err := CheckURL(c.URL); err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("unknown server type %q", t))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &ConfigError{Server: c.Name, Problems: problems}
+}
+
+// ConfigError is the error of [ServerConfig.Validate]: every problem of one
+// server's configuration.
+type ConfigError struct {
+	Server string
+	// Problems are the problems found, without the server prefix, in the
+	// order checked: the name first, the transport fields after.
+	Problems []string
+}
+
+// Error returns every problem prefixed with `Server "<name>": `, joined
+// with "; ".
+func (e *ConfigError) Error() string {
+	prefix := fmt.Sprintf("Server %q: ", e.Server)
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(prefix)
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// ServerNamePattern is the pattern every server name matches: 1 to 100
+// ASCII letters, digits, "_", ".", ":" or "-".
+const ServerNamePattern = `^[A-Za-z0-9_.:-]{1,100}$`
+
+// ValidServerName reports whether name matches [ServerNamePattern].
+func ValidServerName(name string) bool {
+	if len(name) == 0 || len(name) > 100 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// URLError is the error of [CheckURL]: a server URL that cannot be
+// connected.
+type URLError struct {
+	// URL is the URL as the message quotes it, redacted ([RedactURL]).
+	// CheckURL sets the URL it checked; a caller that checked an expanded
+	// URL sets the one written in the configuration instead, so that no
+	// substituted value is quoted.
+	URL string
+	// Problem says what is wrong: "is not a valid URL", "must start with
+	// http:// or https://" or "has no host".
+	Problem string
+}
+
+// Error returns `"url" "<URL, redacted>" <Problem>`.
+func (e *URLError) Error() string {
+	return fmt.Sprintf(`"url" %q %s`, RedactURL(e.URL), e.Problem)
+}
+
+// CheckURL reports a server URL that cannot be connected: one that does
+// not parse, whose scheme is not http or https, or without a host. The
+// error is a [*URLError].
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return &URLError{URL: raw, Problem: "is not a valid URL"}
+	case u.Scheme != "http" && u.Scheme != "https":
+		return &URLError{URL: raw, Problem: "must start with http:// or https://"}
+	case u.Host == "":
+		return &URLError{URL: raw, Problem: "has no host"}
+	}
+	return nil
 }
 
 // Clone returns a deep copy of c.

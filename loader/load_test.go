@@ -76,7 +76,7 @@ func TestInvalidDoesNotShadowValid(t *testing.T) {
 		{"api", "invalid", `Server "api": http server requires "url" field`},
 		{"both", "invalid", `Server "both": both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both`},
 		{"weird", "invalid", `Server "weird": unknown server type "websocket"`},
-		{"bad name!", "invalid", `Server "bad name!": invalid name: use 1 to 100 letters, digits, "_", ".", ":" or "-"`},
+		{"bad name!", "invalid", `Server "bad name!": invalid server name (must match ^[A-Za-z0-9_.:-]{1,100}$)`},
 		{"args", "invalid", `Server "args": "args" must be an array of strings; Server "args": "env.A" must be a string`},
 	}
 	if diff := cmp.Diff(want, skips(d)); diff != "" {
@@ -102,7 +102,7 @@ func TestValidateMessages(t *testing.T) {
 		{events.ServerConfig{Name: "a", Type: "http", Command: "x"}, `Server "a": http server requires "url" field`},
 		{events.ServerConfig{Name: "a", Type: "sse", Command: "x", URL: "http://x"}, `Server "a": both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both`},
 		{events.ServerConfig{Name: "a", Type: "ws"}, `Server "a": unknown server type "ws"`},
-		{events.ServerConfig{Name: strings.Repeat("x", 101), Command: "x"}, `Server "` + strings.Repeat("x", 101) + `": invalid name: use 1 to 100 letters, digits, "_", ".", ":" or "-"`},
+		{events.ServerConfig{Name: strings.Repeat("x", 101), Command: "x"}, `Server "` + strings.Repeat("x", 101) + `": invalid server name (must match ^[A-Za-z0-9_.:-]{1,100}$)`},
 		{events.ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(-1)}, `Server "a": "timeout" must not be negative`},
 	}
 	for _, tt := range tests {

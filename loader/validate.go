@@ -3,29 +3,13 @@ package loader
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcplife/mcplife/events"
 )
-
-// ValidName reports whether name is a valid server name, that is, matches
-// ^[A-Za-z0-9_.:-]{1,100}$.
-func ValidName(name string) bool {
-	if len(name) == 0 || len(name) > 100 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-'
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
 
 // NormalizeType returns the canonical transport type for a configured
 // "type": "streamable-http", "streamableHttp" and "streamable_http" become
@@ -38,16 +22,12 @@ func NormalizeType(t string) string {
 	return t
 }
 
-// Validate checks a server configuration and returns nil or an error whose
-// text is every problem found, joined with "; ":
-//
-//	Server "<n>": both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both
-//	Server "<n>": stdio server requires "command" field
-//	Server "<n>": <http|sse> server requires "url" field
-//	Server "<n>": unknown server type "<t>"
-//
-// plus a message for an invalid name and for a negative timeout. A missing
-// type is inferred: command means stdio, else url means http.
+// Validate checks a server configuration as discovery does: it is
+// [events.ServerConfig.Validate] plus the rule that a "timeout" must not be
+// negative (`Server "<n>": "timeout" must not be negative`). It returns
+// nil or an error whose text is every problem found, joined with "; ".
+// The working directory and a URL with references, which need the
+// environment and the file system, are checked by discovery only.
 func Validate(cfg events.ServerConfig) error {
 	msgs := validate(cfg, nil)
 	if len(msgs) == 0 {
@@ -56,39 +36,30 @@ func Validate(cfg events.ServerConfig) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// validate returns the validation messages for cfg, after the mapping
-// problems (already without prefix).
+// validate returns the validation messages for cfg: the name's problem,
+// then the mapping problems (given without prefix), then the problems of
+// the transport fields and of the timeout.
+//
+// A negative timeout is refused here and not by
+// [events.ServerConfig.Validate]: a configuration given to the manager
+// directly may set one, and means no limit by it, as 0 does.
 func validate(cfg events.ServerConfig, problems []string) []string {
-	n := cfg.Name
-	prefix := fmt.Sprintf("Server %q: ", n)
-	var msgs []string
-	if !ValidName(n) {
-		msgs = append(msgs, prefix+`invalid name: use 1 to 100 letters, digits, "_", ".", ":" or "-"`)
+	var found []string
+	if ce, ok := errors.AsType[*events.ConfigError](cfg.Validate()); ok {
+		found = ce.Problems
 	}
-	for _, p := range problems {
-		msgs = append(msgs, prefix+p)
+	at := 0
+	if !events.ValidServerName(cfg.Name) {
+		at = 1 // the name's problem comes first
 	}
-	t := NormalizeType(cfg.Type)
-	if t == "" {
-		t = cfg.Transport()
-	}
-	if cfg.Command != "" && cfg.URL != "" {
-		msgs = append(msgs, prefix+`both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both`)
-	}
-	switch t {
-	case events.TransportStdio:
-		if cfg.Command == "" {
-			msgs = append(msgs, prefix+`stdio server requires "command" field`)
-		}
-	case events.TransportHTTP, events.TransportSSE:
-		if cfg.URL == "" {
-			msgs = append(msgs, prefix+t+` server requires "url" field`)
-		}
-	default:
-		msgs = append(msgs, fmt.Sprintf("%sunknown server type %q", prefix, cfg.Type))
-	}
+	found = slices.Insert(found, at, problems...)
 	if cfg.TimeoutMs != nil && *cfg.TimeoutMs < 0 {
-		msgs = append(msgs, prefix+`"timeout" must not be negative`)
+		found = append(found, `"timeout" must not be negative`)
+	}
+	prefix := fmt.Sprintf("Server %q: ", cfg.Name)
+	msgs := make([]string, len(found))
+	for i, p := range found {
+		msgs[i] = prefix + p
 	}
 	return msgs
 }
@@ -127,22 +98,16 @@ func checkPlaces(cfg events.ServerConfig, lookup EnvLookup, cwd string) []string
 			msgs = append(msgs, fmt.Sprintf(`%s"cwd" %q is not a directory`, prefix, cfg.Cwd))
 		}
 	case events.TransportHTTP, events.TransportSSE:
-		if cfg.URL == "" {
-			break
+		if !strings.Contains(cfg.URL, "${") {
+			break // checked by validate
 		}
 		raw, ok := trial(cfg.URL)
 		if !ok {
 			break
 		}
-		shown := events.RedactURL(cfg.URL)
-		u, err := url.Parse(raw)
-		switch {
-		case err != nil:
-			msgs = append(msgs, fmt.Sprintf(`%s"url" %q is not a valid URL`, prefix, shown))
-		case u.Scheme != "http" && u.Scheme != "https":
-			msgs = append(msgs, fmt.Sprintf(`%s"url" %q must start with http:// or https://`, prefix, shown))
-		case u.Host == "":
-			msgs = append(msgs, fmt.Sprintf(`%s"url" %q has no host`, prefix, shown))
+		if ue, ok := errors.AsType[*events.URLError](events.CheckURL(raw)); ok {
+			ue.URL = cfg.URL // quote it as written, never expanded
+			msgs = append(msgs, prefix+ue.Error())
 		}
 	}
 	return msgs

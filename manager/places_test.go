@@ -26,7 +26,7 @@ func TestConnectNamesAMissingCwdAndABadURL(t *testing.T) {
 	if !strings.Contains(got, `MCP server "nodir"`) || !strings.Contains(got, "working directory "+missing+" does not exist") || strings.Contains(got, "fork/exec") {
 		t.Errorf("nodir: %s", got)
 	}
-	if got := res.Errors["noscheme"].Error(); !strings.Contains(got, `MCP server "noscheme"`) || !strings.Contains(got, `"url" <redacted>/mcp must start with http:// or https://`) {
+	if got := res.Errors["noscheme"].Error(); !strings.Contains(got, `MCP server "noscheme"`) || !strings.Contains(got, `"url" "<redacted>/mcp" must start with http:// or https://`) {
 		t.Errorf("noscheme: %s", got)
 	}
 	if got := res.Errors["ftp"].Error(); !strings.Contains(got, `Server "ftp"`) || !strings.Contains(got, "must start with http:// or https://") {

@@ -79,7 +79,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	var t mcp.Transport
 	var err error
 	if tr := res.cfg.Transport(); tr == events.TransportHTTP || tr == events.TransportSSE {
-		err = checkURL(res.cfg.URL) // its references are expanded only now
+		err = events.CheckURL(res.cfg.URL) // its references are expanded only now
 	}
 	if err == nil {
 		t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)

@@ -1,0 +1,58 @@
+package events
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestValidateMessages(t *testing.T) {
+	ms := func(v int64) *int64 { return &v }
+	tests := []struct {
+		cfg  ServerConfig
+		want string
+	}{
+		{ServerConfig{Name: "a", Command: "x"}, ""},
+		{ServerConfig{Name: "a", URL: "http://x"}, ""},
+		{ServerConfig{Name: "a:b.c-d_e", Type: "streamableHttp", URL: "http://x"}, ""},
+		{ServerConfig{Name: "a", Type: "sse", URL: "https://${HOST}/sse"}, ""}, // checked once expanded
+		{ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(-1)}, ""},         // no limit, as 0
+		{ServerConfig{Name: "a"}, `Server "a": stdio server requires "command" field`},
+		{ServerConfig{Name: "a", Type: "stdio", URL: "http://x"}, `Server "a": stdio server requires "command" field`},
+		{ServerConfig{Name: "a", Type: "sse"}, `Server "a": sse server requires "url" field`},
+		{ServerConfig{Name: "a", Type: "http", Command: "x"}, `Server "a": http server requires "url" field`},
+		{ServerConfig{Name: "a", Type: "ws", URL: "ws://h"}, `Server "a": unknown server type "ws"`},
+		{ServerConfig{Name: "a", Type: "http", URL: "ftp://h/?token=t"}, `Server "a": "url" "ftp://h/?token=<redacted>" must start with http:// or https://`},
+		{ServerConfig{Name: "a", URL: "http:///mcp"}, `Server "a": "url" "http:///mcp" has no host`},
+		{ServerConfig{Name: "a", URL: "http://h/%zz"}, `Server "a": "url" "http://h/%zz" is not a valid URL`},
+		{ServerConfig{Name: strings.Repeat("x", 101), Command: "x"}, `Server "` + strings.Repeat("x", 101) + `": invalid server name (must match ^[A-Za-z0-9_.:-]{1,100}$)`},
+		{ServerConfig{Name: "bad/name", Type: "sse", Command: "x", URL: "http://x"},
+			`Server "bad/name": invalid server name (must match ^[A-Za-z0-9_.:-]{1,100}$); ` +
+				`Server "bad/name": both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both`},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Validate()
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if _, ok := errors.AsType[*ConfigError](err); !ok {
+				t.Errorf("Validate(%+v) returned %T, want *ConfigError", tt.cfg, err)
+			}
+		}
+		if got != tt.want {
+			t.Errorf("Validate(%+v)\n got %q\nwant %q", tt.cfg, got, tt.want)
+		}
+	}
+}
+
+func TestValidServerNameMatchesThePattern(t *testing.T) {
+	for _, name := range []string{"", "a", "A-b_c.d:e", strings.Repeat("x", 100), strings.Repeat("x", 101), "a b", "a/b", "é", "a\n"} {
+		want := serverNameRE.MatchString(name)
+		if got := ValidServerName(name); got != want {
+			t.Errorf("ValidServerName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+var serverNameRE = regexp.MustCompile(ServerNamePattern)
