@@ -80,15 +80,22 @@ type Options struct {
 	CheckpointEvery int
 }
 
-// Projection is a fold over envelopes, applied in sequence order.
+// Projection is a pure fold over envelopes, applied in sequence order.
+// The live runner and the replay path feed the same Apply, so a view
+// rebuilt from history equals the one built live. The projector package's
+// views implement it.
 //
 // Once attached, a projection is given every stored envelope above its
 // LastSeq at [Journal.Attach] exactly once, in sequence order, whoever
 // appended it. The journal applies envelopes while holding its lock, so
 // Apply must not call the journal.
 type Projection interface {
+	// Apply folds one envelope into the projection. It cannot fail: an
+	// envelope the projection does not use, of an unknown type, or whose
+	// data does not decode is skipped.
 	Apply(env events.Envelope)
-	// LastSeq is the sequence of the last envelope applied (0 if none).
+	// LastSeq is the sequence of the last envelope applied (0 if none),
+	// so a runner catches up from LastSeq()+1.
 	LastSeq() uint64
 }
 

@@ -5,10 +5,12 @@
 // recorded session). It also defines the tool naming rules ([ToolName],
 // [AssignNames]).
 //
-// Every projection has Apply(envelope) and LastSeq(). The live runner and
-// the replay path call the same Apply, so a view rebuilt from the store
-// equals the one a session had live. Apply never fails: envelopes of
-// unknown types or with undecodable data are skipped and counted.
+// Every projection has Apply(envelope) and LastSeq(), the journal's
+// Projection interface (ToolCache is also its Checkpointer); the package
+// imports events only. The live runner and the replay path call the same
+// Apply, so a view rebuilt from the store equals the one a session had
+// live. Apply never fails: envelopes of unknown types or with undecodable
+// data are skipped and counted.
 //
 // Example: rebuilding a session's view from its stored events.
 //

@@ -2,25 +2,6 @@ package projector
 
 import "github.com/mcplife/mcplife/events"
 
-// Projection is a pure fold over the event stream. The live runner and the
-// replay path feed the same Apply, so a view rebuilt from history equals
-// the one built live.
-type Projection interface {
-	// Apply folds one envelope into the projection. Envelopes the
-	// projection does not use, of unknown types, or whose data does not
-	// decode are skipped and counted; Apply never fails.
-	Apply(env events.Envelope)
-	// LastSeq returns the highest envelope sequence passed to Apply, so a
-	// runner can catch up from LastSeq()+1.
-	LastSeq() uint64
-}
-
-var (
-	_ Projection = (*ToolView)(nil)
-	_ Projection = (*ToolCache)(nil)
-	_ Projection = (*SessionIndex)(nil)
-)
-
 // Counts says how a projection treated the envelopes passed to Apply.
 type Counts struct {
 	Applied     uint64 // decoded and folded in
