@@ -1,0 +1,31 @@
+// Package journal persists lifecycle events and then publishes them.
+//
+// A [Journal] appends events to a [store.Store] and, only after the store
+// accepted them, publishes each envelope on a watermill [message.Publisher]
+// (by default an in-process gochannel). Every message carries the envelope's
+// global sequence, type and session id in its metadata, so a subscriber can
+// detect gaps and catch up from the store: order comes from the sequence,
+// never from the bus.
+//
+// Projections attached with [Journal.Attach] are kept current synchronously
+// inside Append, in sequence order and without gaps: events that other
+// journals (other processes sharing the database) appended in between are
+// read from the store and applied first. A projection that can checkpoint
+// itself is restored from the store's latest checkpoint and caught up from
+// there, so startup cost does not grow with history.
+//
+// A session's events form one stream, named by its session id
+// ([NewSessionID]).
+//
+// Example (the runnable form is the package's Example):
+//
+//	j, err := journal.New(memory.New(), nil)
+//	if err != nil { ... }
+//	defer j.Close()
+//	id := journal.NewSessionID()
+//	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{Session: id})
+//	if err != nil { ... }
+//	defer sub.Close()
+//	_, err = j.Append(ctx, id, &events.SessionStarted{Cwd: "/work"})
+//	env := <-sub.C() // seq 1, SessionStarted
+package journal

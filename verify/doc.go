@@ -1,0 +1,38 @@
+// Package verify checks recorded lifecycle histories against the ordering
+// invariants of the event catalogue. `mcp-audit verify` and the golden tests
+// both use it.
+//
+// The invariants, per server within a session:
+//
+//   - discovered-before-connect: ServerDiscovered precedes ConnectStarted;
+//   - connect-outcome-after-start: ServerConnected or ConnectFailed only for a
+//     connect attempt that started and has no outcome yet;
+//   - list-after-connected: ToolsListed (and ToolsListFailed) only while
+//     the server is connected;
+//   - gate-once-per-round: at most one StartupGateElapsed per connect round,
+//     after every ConnectStarted of that round;
+//   - call-needs-server: no ToolCallStarted on a server before it is
+//     connected or has deferred tools;
+//   - call-finished-once: every ToolCallStarted has exactly one
+//     ToolCallFinished (matched by correlation id); a closed session has no
+//     call left open;
+//   - disconnect-after-connect: Disconnected only after ConnectStarted;
+//   - nothing-after-disconnect: after Disconnected, nothing for the server
+//     but rediscovery, a new ConnectStarted, or the end of a call that was
+//     already in flight.
+//
+// A [Checker] is a fold: feed it a session's envelopes in order with
+// Apply, then call Finish. It holds state per server, not per event, so
+// sessions of any length stream through it.
+//
+// Example (the runnable form is the package's Example):
+//
+//	c := verify.NewChecker(id)
+//	for env, err := range st.ReadStream(ctx, id, 1) {
+//		if err != nil { ... }
+//		c.Apply(env)
+//	}
+//	for _, v := range c.Finish() {
+//		fmt.Println(v) // seq 3 ToolsListed git: list-after-connected: …
+//	}
+package verify
