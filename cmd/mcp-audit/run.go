@@ -17,7 +17,9 @@ import (
 	"github.com/mcplife/mcplife/session"
 )
 
-// runJSON is the fixed shape of `run --once --json` (SPEC §9).
+// runJSON is the shape of `run --once --json`, documented in the README.
+// Field names are fixed, so scripts can rely on them: add fields, never
+// rename or remove one.
 type runJSON struct {
 	Session string              `json:"session"`
 	Gate    runGateJSON         `json:"gate"`
