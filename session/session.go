@@ -189,8 +189,9 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		gate = manager.DefaultGate
 	}
 	started := &events.SessionStarted{Cwd: cwd, Gate: gate}
-	if o.Servers != nil {
-		configs, sources := slices.Clone(o.Servers), maps.Clone(o.Sources)
+	hostServers := o.Servers != nil
+	configs, sources := slices.Clone(o.Servers), maps.Clone(o.Sources)
+	if hostServers {
 		s.discover = func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
 			return configs, sources, nil
 		}
@@ -211,8 +212,8 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		return nil, err
 	}
 	var res *LoadResult
-	if o.Servers != nil {
-		res, err = loadServers(ctx, m, o.Servers, o.Sources)
+	if hostServers {
+		res, err = loadServers(ctx, m, configs, sources)
 	} else {
 		res, err = DiscoverAndLoad(ctx, m, lo)
 	}
