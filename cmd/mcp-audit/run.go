@@ -206,28 +206,12 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// settle waits until no server is connecting, up to limit.
+// settle waits until every server is connected with its first tool list,
+// or failed, up to limit.
 func settle(ctx context.Context, s *session.Session, limit time.Duration) {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	for {
-		connecting := false
-		for _, st := range s.Manager().View().Servers() {
-			if st.Status == projector.StatusConnecting || (st.Status == projector.StatusConnected && st.Deferred) {
-				connecting = true
-			}
-		}
-		if !connecting {
-			return
-		}
-		select {
-		case <-s.Changes():
-		case <-timer.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	s.WaitReady(ctx)
 }
 
 // follow keeps the server table current until ctx ends: on a terminal it
