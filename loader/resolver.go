@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
 )
 
 // Errors returned by [Resolver.Resolve], wrapped with the reason. None of
@@ -254,7 +255,7 @@ func (r *Resolver) run(ctx context.Context, cmd string) (string, error) {
 	c.Stdout = &stdout
 	// Stdin and stderr stay empty/discarded: the output of a failing
 	// command may hold a secret.
-	setProcessGroup(c)
+	proc.KillGroupOnCancel(c)
 	start := time.Now()
 	err := c.Run()
 	r.logger.Debug("mcp substitution command finished", "duration", time.Since(start), "ok", err == nil)

@@ -5,97 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
+	"net/url"
+	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
 )
-
-// round is one ConnectServers call that started connections, with its
-// startup gate.
-//
-// The gate takes a snapshot of which servers have settled; it must not
-// see a server half-way through recording its outcome. Servers hold
-// emitMu for reading while they record an event and mark themselves
-// settled; the gate holds it for writing while it takes the snapshot.
-// After the snapshot, servers served from the cache (deferred) record
-// nothing until the gate's own events are recorded, so a late tool list
-// always follows the cached one it replaces.
-type round struct {
-	id      int64
-	servers map[string]*server
-
-	emitMu  sync.RWMutex
-	snap    bool              // (emitMu) the gate took its snapshot
-	outcome map[string]string // (emitMu) gate outcome per unsettled server
-
-	mu      sync.Mutex
-	results map[string]error // (mu) settled servers; nil error = ready
-
-	settled chan string   // one name per server when it settled
-	emitted chan struct{} // closed once StartupGateElapsed was recorded
-}
-
-func newRound(id int64, servers []*server) *round {
-	r := &round{
-		id:      id,
-		servers: make(map[string]*server, len(servers)),
-		results: make(map[string]error, len(servers)),
-		settled: make(chan string, len(servers)),
-		emitted: make(chan struct{}),
-	}
-	for _, s := range servers {
-		r.servers[s.name] = s
-	}
-	return r
-}
-
-// enter waits until name may record an event and read-locks emitMu; leave
-// unlocks it. late reports whether the event comes after the gate's
-// result (a deferred server, or any server once the gate was recorded).
-func (r *round) enter(name string) (late bool) {
-	for {
-		r.emitMu.RLock()
-		if !r.snap {
-			return false
-		}
-		select {
-		case <-r.emitted:
-			return true
-		default:
-		}
-		if r.outcome[name] != events.OutcomeDeferred {
-			return false // awaited: part of the gate's result
-		}
-		r.emitMu.RUnlock()
-		<-r.emitted
-	}
-}
-
-func (r *round) leave() { r.emitMu.RUnlock() }
-
-// settle records name's outcome once and tells the gate. Requires
-// r.emitMu held for reading when called between enter and leave.
-func (r *round) settle(name string, err error) {
-	r.mu.Lock()
-	_, done := r.results[name]
-	if !done {
-		r.results[name] = err
-	}
-	r.mu.Unlock()
-	if !done {
-		r.settled <- name // buffered: one slot per server
-	}
-}
-
-func (r *round) result(name string) (err error, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err, ok = r.results[name]
-	return err, ok
-}
 
 // ConnectServers connects the given servers in parallel (SPEC §2 steps
 // 2–3) and returns at the startup gate: when every connect and first
@@ -249,89 +168,39 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 	return res, ctxErr
 }
 
-// gate waits for the round's servers or the gate, decides each pending
-// server's outcome, waits for the awaited ones, and records the cached
-// tools served and StartupGateElapsed.
-func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutcome, error) {
-	defer close(r.emitted)
-	names := make([]string, 0, len(r.servers))
-	for name := range r.servers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-
-	timer := time.NewTimer(m.opts.Gate)
-	defer timer.Stop()
-	var ctxErr error
-	for n := 0; n < len(names); n++ {
-		select {
-		case <-r.settled:
-			continue
-		case <-timer.C:
-		case <-ctx.Done():
-			ctxErr = ctx.Err()
-		}
-		break
-	}
-
-	outcomes := make(map[string]string, len(names))
-	awaited := map[string]bool{}
-	var served []events.Event
-	var deferred []*server
-	m.yield("gate.snapshot", "")
-	r.emitMu.Lock()
-	r.snap = true
-	for _, name := range names {
-		if err, ok := r.result(name); ok {
-			outcomes[name] = events.OutcomeReady
-			if err != nil {
-				outcomes[name] = events.OutcomeFailed
-			}
+// sortedConfigs returns configs sorted by name, first occurrence of each
+// name only.
+func sortedConfigs(configs []events.ServerConfig) []events.ServerConfig {
+	out := make([]events.ServerConfig, 0, len(configs))
+	seen := map[string]bool{}
+	for _, c := range configs {
+		if seen[c.Name] {
 			continue
 		}
-		s := r.servers[name]
-		if tools, age, ok := m.cache.Lookup(name, s.hash, m.now()); ok {
-			outcomes[name] = events.OutcomeDeferred
-			served = append(served, &events.CachedToolsServed{Server: name, ConfigHash: s.hash, Tools: tools, Count: len(tools), CacheAge: age})
-			deferred = append(deferred, s)
-			continue
+		seen[c.Name] = true
+		out = append(out, c)
+	}
+	slices.SortStableFunc(out, func(a, b events.ServerConfig) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
 		}
-		outcomes[name] = events.OutcomeAwaited
-		awaited[name] = true
-	}
-	r.outcome = maps.Clone(outcomes)
-	r.emitMu.Unlock()
-	if m.opts.OnGate != nil {
-		m.opts.OnGate(GateOutcome{Round: r.id, Gate: m.opts.Gate, Outcomes: maps.Clone(outcomes)})
-	}
+		return 0
+	})
+	return out
+}
 
-	for len(awaited) > 0 && ctxErr == nil {
-		select {
-		case name := <-r.settled:
-			delete(awaited, name)
-		case <-ctx.Done():
-			ctxErr = ctx.Err()
-		}
+// timeoutOf returns the connect (and list) timeout of cfg; 0 means none.
+func timeoutOf(cfg events.ServerConfig) time.Duration {
+	if cfg.TimeoutMs == nil {
+		return DefaultTimeout
 	}
-	// An awaited server that settled failed is reported as failed.
-	for _, name := range names {
-		if outcomes[name] == events.OutcomeAwaited {
-			if err, ok := r.result(name); ok && err != nil {
-				outcomes[name] = events.OutcomeFailed
-			}
-		}
+	if *cfg.TimeoutMs <= 0 {
+		return 0
 	}
-	g := GateOutcome{Round: r.id, Gate: m.opts.Gate, Elapsed: m.now().Sub(start), Outcomes: outcomes}
-	// Mark deferred servers before recording, so a call that sees the
-	// deferred tools may record its start.
-	m.yield("gate.emit", "")
-	m.mu.Lock()
-	for _, s := range deferred {
-		s.deferred = true
-	}
-	m.mu.Unlock()
-	m.emit(append(served, &events.StartupGateElapsed{Round: r.id, Gate: g.Gate, Elapsed: g.Elapsed, Outcomes: outcomes})...)
-	return g, ctxErr
+	return time.Duration(*cfg.TimeoutMs) * time.Millisecond
 }
 
 // run is the goroutine of one server: connect, first tools/list, then
@@ -396,7 +265,7 @@ func (m *Manager) run(s *server) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.watch(s, lc)
+		m.watchDrop(s, lc)
 	}()
 
 	listStart := m.now()
@@ -426,6 +295,130 @@ func (m *Manager) run(s *server) {
 	m.relistLoop(s, lc, last)
 }
 
+// connect resolves substitutions, builds the transport and runs initialize
+// under the server's timeout. The transport is closed when initialization
+// fails. Errors are scrubbed of resolved secrets.
+func (m *Manager) connect(s *server) (*liveConn, error) {
+	ctx := s.ctx
+	res := resolveConfig(ctx, s.name, s.cfg, m.opts.Resolver, m.log)
+	var t mcp.Transport
+	var err error
+	if tr := res.cfg.Transport(); tr == events.TransportHTTP || tr == events.TransportSSE {
+		err = events.CheckURL(res.cfg.URL) // its references are expanded only now
+	}
+	if err == nil {
+		t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)
+	}
+	if err != nil {
+		return nil, m.connectError(s, res, nil, err)
+	}
+	if st, ok := t.(*stdioTransport); ok {
+		st.log = m.log.With("server", s.name)
+		st.server, st.maxMessage = s.name, m.opts.MaxMessageSize
+	}
+	lc := &liveConn{relist: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
+	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, &mcp.ClientOptions{
+		Logger:                      m.log,
+		ProgressNotificationHandler: lc.progress.notify,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case lc.relist <- struct{}{}:
+			default: // a re-list is already due
+			}
+		},
+	})
+	client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: m.opts.Cwd}).String(), Name: filepath.Base(m.opts.Cwd)})
+	pv := m.opts.ProtocolVersion
+	if s.cfg.ProtocolVersion != "" {
+		pv = s.cfg.ProtocolVersion
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if s.timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, s.timeout)
+	}
+	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
+	cancel()
+	var p *proc.Process
+	if st, ok := t.(*stdioTransport); ok {
+		p = st.proc
+	}
+	if pt, ok := t.(*pooledTransport); ok {
+		lc.pool = pt.pool
+	}
+	if err != nil {
+		if p != nil {
+			p.Terminate() // normally done by the go-sdk already
+		}
+		lc.closeIdle()
+		if timedOut {
+			err = &scrubbedError{msg: fmt.Sprintf("Connection to MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}
+		}
+		return nil, m.connectError(s, res, p, err)
+	}
+	lc.cs, lc.proc = cs, p
+	return lc, nil
+}
+
+// connectError wraps a connect failure as a [*ServerError] whose message
+// names the server, carries the exit status and the stderr tail of a
+// stdio server, and holds no secret.
+func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err error) error {
+	if errors.Is(err, ErrTimeout) {
+		if p != nil {
+			if tail := p.StderrTail(); tail != "" {
+				err = &scrubbedError{msg: err.Error() + "; stderr: " + res.scrubText(tailOf(tail, errStderrLimit)), cause: err}
+			}
+		}
+		return &ServerError{Server: s.name, Op: OpConnect, Err: err}
+	}
+	msg := fmt.Sprintf("MCP server %q: connect: %s", s.name, res.scrubText(err.Error()))
+	if p != nil {
+		if st := p.ExitStatus(); st != nil {
+			msg += fmt.Sprintf(" (process exited with status %d)", *st)
+		}
+		if tail := p.StderrTail(); tail != "" {
+			msg += "; stderr: " + res.scrubText(tailOf(tail, errStderrLimit))
+		}
+	}
+	return &ServerError{Server: s.name, Op: OpConnect, Err: &scrubbedError{msg: msg, cause: err}}
+}
+
+// errStderrLimit is how much of a server's stderr an error message quotes.
+const errStderrLimit = 4 << 10
+
+// tailOf returns the last n bytes of s.
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// listTools runs tools/list following nextCursor, bounded by the server's
+// timeout.
+func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]events.ToolDef, error) {
+	cancel := context.CancelFunc(func() {})
+	lctx := ctx
+	if s.timeout > 0 {
+		lctx, cancel = context.WithTimeout(ctx, s.timeout)
+	}
+	defer cancel()
+	var defs []events.ToolDef
+	for tool, err := range lc.cs.Tools(lctx, nil) {
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+				return nil, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
+					msg: fmt.Sprintf("Listing tools of MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}}
+			}
+			return nil, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
+				msg: fmt.Sprintf("MCP server %q: tools/list: %s", s.name, lc.res.scrubText(err.Error())), cause: err}}
+		}
+		defs = append(defs, toolDef(tool))
+	}
+	return defs, nil
+}
+
 // listed builds the ToolsListed event of a finished list.
 func (m *Manager) listed(s *server, defs []events.ToolDef, d time.Duration, cause string) *events.ToolsListed {
 	if defs == nil {
@@ -437,55 +430,28 @@ func (m *Manager) listed(s *server, defs []events.ToolDef, d time.Duration, caus
 	}
 }
 
-// relistLoop re-lists the server's tools on each (coalesced)
-// notifications/tools/list_changed until the server is torn down.
-//
-// A server may send the notification in a loop, with or without a change:
-// re-lists are at least Options.RelistInterval apart (notifications in
-// between are coalesced into one ToolListChanged and one re-list), and a
-// list is recorded only when it differs from the last one recorded, so
-// the store grows by one small event per interval at most.
-func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
-	var prev time.Time
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-lc.relist:
-		}
-		if !prev.IsZero() {
-			if wait := m.opts.RelistInterval - time.Since(prev); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-s.ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
-				select {
-				case <-lc.relist: // covered by this re-list
-				default:
-				}
-			}
-		}
-		prev = time.Now()
-		m.emit(&events.ToolListChanged{Server: s.name})
-		start := m.now()
-		defs, err := m.listTools(s.ctx, s, lc)
-		if s.ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			m.emit(&events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(start)})
-			m.log.Warn("MCP tool re-list failed", "server", s.name, "err", err)
-			last = "" // whatever comes next is news
-			continue
-		}
-		listed := m.listed(s, defs, m.now().Sub(start), events.CauseListChanged)
-		if listed.ToolsHash == last {
-			continue
-		}
-		last = listed.ToolsHash
-		m.emit(listed)
+// toolDef converts a go-sdk tool to the recorded definition.
+func toolDef(t *mcp.Tool) events.ToolDef {
+	d := events.ToolDef{Name: t.Name, Title: t.Title, Description: t.Description}
+	d.InputSchema = rawJSON(t.InputSchema)
+	d.OutputSchema = rawJSON(t.OutputSchema)
+	if t.Annotations != nil {
+		d.Annotations = rawJSON(t.Annotations)
 	}
+	return d
+}
+
+// rawJSON marshals v, or returns nil for nil values.
+func rawJSON(v any) json.RawMessage {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return nil
+	}
+	return b
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/mcplife/mcplife/events"
 )
@@ -92,22 +91,6 @@ func (m *Manager) disconnect(ctx context.Context, names []string, reason, correl
 	return err
 }
 
-// goOwned runs fn in a goroutine the manager waits for on Close, and
-// reports false (without running fn) once Close has started waiting.
-func (m *Manager) goOwned(fn func()) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stopping {
-		return false
-	}
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		fn()
-	}()
-	return true
-}
-
 // teardown shuts servers down concurrently, then records one Disconnected
 // per server (in the given order) and removes their records. Every server
 // must have been marked closing by the caller.
@@ -144,8 +127,8 @@ func (m *Manager) shutdown(s *server, d *events.Disconnected, fromWatcher bool) 
 			err = &ServerError{Server: s.name, Op: OpDisconnect, Err: &scrubbedError{msg: fmt.Sprintf("MCP server %q: close: %s", s.name, lc.res.scrubText(cerr.Error())), cause: cerr}}
 		}
 		if lc.proc != nil {
-			lc.proc.terminate() // done by Close already; waits for the reaper
-			d.ExitStatus = lc.proc.exitStatus()
+			lc.proc.Terminate() // done by Close already; waits for the reaper
+			d.ExitStatus = lc.proc.ExitStatus()
 		}
 		lc.closeIdle()
 	}
@@ -181,71 +164,4 @@ func (m *Manager) finish(servers []*server, discs []*events.Disconnected, correl
 		close(s.done)
 	}
 	m.mu.Unlock()
-}
-
-// watch waits for the end of a live connection. When it ends on its own
-// (the process exited, the stream closed) the server is torn down and
-// Disconnected records the reason and the exit status; a teardown the
-// manager started itself is left to its initiator.
-func (m *Manager) watch(s *server, lc *liveConn) {
-	defer close(s.watchDone)
-	waited := make(chan error, 1)
-	go func() { // ends when the session closes; every teardown closes it
-		err := lc.cs.Wait()
-		close(lc.ended)
-		waited <- err
-	}()
-	var exited <-chan struct{}
-	if lc.proc != nil {
-		exited = lc.proc.exited
-	}
-	var werr error
-	select {
-	case werr = <-waited:
-		waited <- werr // keep it for the final receive
-	case <-exited:
-	case <-s.ctx.Done():
-	}
-	m.yield("watch.ended", s.name)
-	m.mu.Lock()
-	if s.closing {
-		m.mu.Unlock()
-		<-waited
-		return
-	}
-	s.closing = true
-	m.mu.Unlock()
-
-	d := &events.Disconnected{Server: s.name, Reason: events.ReasonTransportClosed}
-	procExited := false
-	if lc.proc != nil {
-		select {
-		case <-lc.proc.exited:
-			procExited = true
-		default:
-		}
-	}
-	if werr != nil && !procExited {
-		d.Error = lc.res.scrubText(werr.Error())
-	}
-	d, _ = m.shutdown(s, d, true)
-	if procExited {
-		d.Reason = events.ReasonProcessExited
-		var b strings.Builder
-		if d.ExitStatus != nil {
-			fmt.Fprintf(&b, "process exited with status %d", *d.ExitStatus)
-		} else {
-			b.WriteString("process exited")
-		}
-		if tail := lc.proc.stderrTail(); tail != "" {
-			b.WriteString("; stderr: ")
-			b.WriteString(lc.res.scrubText(tailOf(tail, errStderrLimit)))
-		}
-		d.Error = b.String()
-	} else if d.Error == "" {
-		d.Error = "connection closed"
-	}
-	m.log.Warn("MCP server disconnected", "server", s.name, "reason", d.Reason, "err", d.Error)
-	<-waited
-	m.finish([]*server{s}, []*events.Disconnected{d}, "")
 }

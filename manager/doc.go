@@ -22,9 +22,12 @@
 // environment plus the config's env; their stderr is kept in a 64 KiB ring
 // buffer and quoted in connect errors; teardown closes stdin, waits, then
 // signals the whole group (SIGTERM, then SIGKILL), so servers started
-// through sh -c or npx leave no process behind. Env and header values are
-// substituted at every connect through a [Resolver]; resolved values never
-// reach events, logs or errors.
+// through sh -c or npx leave no process behind. On Windows there are no
+// process groups: a stdio server runs as a plain child process, teardown
+// closes its stdin, waits, then kills that process alone, and processes
+// it started survive it. Env and header values are substituted at every
+// connect through a [Resolver]; resolved values never reach events, logs
+// or errors.
 //
 // Example:
 //

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,16 +104,6 @@ type ConnectResult struct {
 	// Gate describes the round's startup gate. Round is 0 when the call
 	// started no connection.
 	Gate GateOutcome
-}
-
-// GateOutcome is the startup gate of one connect round.
-type GateOutcome struct {
-	Round   int64
-	Gate    time.Duration
-	Elapsed time.Duration
-	// Outcomes maps each server the round connected to one of the
-	// events.Outcome constants: ready, failed, deferred or awaited.
-	Outcomes map[string]string
 }
 
 // Manager runs the MCP server lifecycle of one session: it connects servers
@@ -311,6 +300,22 @@ func (m *Manager) yield(point, server string) {
 	}
 }
 
+// goOwned runs fn in a goroutine the manager waits for on Close, and
+// reports false (without running fn) once Close has started waiting.
+func (m *Manager) goOwned(fn func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopping {
+		return false
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn()
+	}()
+	return true
+}
+
 // Session returns the session id the manager records to.
 func (m *Manager) Session() string { return m.session }
 
@@ -445,39 +450,4 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.cancel()
 	m.wg.Wait()
 	return err
-}
-
-// timeoutOf returns the connect (and list) timeout of cfg; 0 means none.
-func timeoutOf(cfg events.ServerConfig) time.Duration {
-	if cfg.TimeoutMs == nil {
-		return DefaultTimeout
-	}
-	if *cfg.TimeoutMs <= 0 {
-		return 0
-	}
-	return time.Duration(*cfg.TimeoutMs) * time.Millisecond
-}
-
-// sortedConfigs returns configs sorted by name, first occurrence of each
-// name only.
-func sortedConfigs(configs []events.ServerConfig) []events.ServerConfig {
-	out := make([]events.ServerConfig, 0, len(configs))
-	seen := map[string]bool{}
-	for _, c := range configs {
-		if seen[c.Name] {
-			continue
-		}
-		seen[c.Name] = true
-		out = append(out, c)
-	}
-	slices.SortStableFunc(out, func(a, b events.ServerConfig) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
-	return out
 }

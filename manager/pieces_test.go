@@ -1,45 +1,14 @@
 package manager
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mcplife/mcplife/events"
 )
-
-func TestRingBufferKeepsTheLastBytes(t *testing.T) {
-	r := newRingBuffer(8)
-	r.Write([]byte("abc"))
-	if got := string(r.Bytes()); got != "abc" {
-		t.Fatalf("got %q", got)
-	}
-	r.Write([]byte("defgh"))
-	if got := string(r.Bytes()); got != "abcdefgh" {
-		t.Fatalf("got %q", got)
-	}
-	r.Write([]byte("ij"))
-	if got := string(r.Bytes()); got != "cdefghij" {
-		t.Fatalf("got %q", got)
-	}
-	r.Write([]byte("0123456789"))
-	if got := string(r.Bytes()); got != "23456789" {
-		t.Fatalf("got %q", got)
-	}
-	for i := range 20 {
-		r.Write([]byte{byte('a' + i)})
-	}
-	if got := string(r.Bytes()); got != "mnopqrst" {
-		t.Fatalf("got %q", got)
-	}
-}
 
 func TestValidateConfigMessages(t *testing.T) {
 	tests := []struct {
@@ -103,52 +72,6 @@ func TestResolverErrorOmitsTheEntry(t *testing.T) {
 	if _, ok := res.env["DROP"]; ok || res.env["KEEP"] != "v1" {
 		t.Fatalf("env %v", res.env)
 	}
-}
-
-// TestProcessTerminateKillsTheGroup starts a shell that leaves a background
-// child behind and checks that teardown leaves no live member of the
-// group.
-func TestProcessTerminateKillsTheGroup(t *testing.T) {
-	old := stdinGrace
-	stdinGrace = 50 * time.Millisecond
-	t.Cleanup(func() { stdinGrace = old })
-
-	p, err := startProcess("sh", []string{"-c", "sleep 1000 >/dev/null 2>&1 & echo $!; echo started >&2; cat >/dev/null; sleep 1000"}, os.Environ(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(p.stdout).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.terminate(); err != nil {
-		t.Fatalf("terminate: %v", err)
-	}
-	if groupAlive(p.Pid()) {
-		t.Fatalf("process group %d still has live members", p.Pid())
-	}
-	if alive(child) {
-		t.Fatalf("background child %d survived", child)
-	}
-	if st := p.exitStatus(); st == nil {
-		t.Fatal("no exit status after terminate")
-	}
-	if got := p.stderrTail(); got != "started" {
-		t.Fatalf("stderr %q", got)
-	}
-}
-
-// alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	_, state, ok := procGroup(pid)
-	return ok && state != 'Z' && state != 'X'
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -47,7 +47,7 @@ func TestStdoutLogLinesAreSkipped(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	e.m.mu.Lock()
-	tail := e.m.servers["chatty"].conn.proc.stderrTail()
+	tail := e.m.servers["chatty"].conn.proc.StderrTail()
 	e.m.mu.Unlock()
 	for _, want := range []string{
 		"[mcplife: skipped non-JSON-RPC stdout line 1: [INFO] Starting MCP server]\n",

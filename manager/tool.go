@@ -3,14 +3,11 @@ package manager
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
@@ -192,48 +189,6 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 		return fail(lc.res.scrubText(cerr.Error()))
 	}
 	return convertResult(r), "", nil
-}
-
-// endGrace bounds how long a failed call waits for its connection to end
-// before it reports the failure as it is (see [connectionEnded]).
-const endGrace = time.Second
-
-// connectionEnded reports whether the call failure cerr came from the end
-// of the connection: the transport was closed or failed, the process
-// exited, or the server is being torn down.
-//
-// The go-sdk fails the calls in flight when its reader stops, just before
-// the session's Wait returns and the drop watcher notices; so a failure
-// that is not the server's own JSON-RPC error waits (at most endGrace) for
-// the connection's end to become visible. An end-of-stream or
-// closed-connection error is conclusive at once: a stdio session's Wait
-// returns only once the process group was torn down.
-func connectionEnded(ctx context.Context, s *server, lc *liveConn, cerr error) bool {
-	if s.ctx.Err() != nil {
-		return true
-	}
-	if _, ok := errors.AsType[*jsonrpc.Error](cerr); ok {
-		return false // the server answered
-	}
-	if errors.Is(cerr, mcp.ErrConnectionClosed) || errors.Is(cerr, io.EOF) || errors.Is(cerr, io.ErrUnexpectedEOF) {
-		return true
-	}
-	var exited <-chan struct{}
-	if lc.proc != nil {
-		exited = lc.proc.exited
-	}
-	t := time.NewTimer(endGrace)
-	defer t.Stop()
-	select {
-	case <-lc.ended:
-	case <-exited:
-	case <-s.ctx.Done():
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return false
-	}
-	return true
 }
 
 // awaitConnect waits for s's connect to settle, bounded by ctx and by the

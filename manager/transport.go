@@ -4,119 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
 )
-
-// resolved is one connect attempt's substituted configuration. Every
-// substituted value is a secret: it goes to the child process or the HTTP
-// request and nowhere else.
-type resolved struct {
-	// cfg is the configuration with its command, arguments, URL and
-	// working directory expanded (see [Expander]); its env and headers are
-	// the unresolved ones.
-	cfg     events.ServerConfig
-	env     map[string]string
-	headers map[string]string
-	// scrub replaces every resolved value, every configured value and
-	// every credential-like value of the inherited environment inside a
-	// text with [events.Redacted].
-	scrub *strings.Replacer
-}
-
-// minSecretLen is the shortest value scrubbed from error texts; shorter
-// values ("1", "on") would garble messages without protecting anything.
-const minSecretLen = 4
-
-// resolveConfig substitutes cfg through r: the env and header values, and
-// (when r is an [Expander]) the references in the command, arguments, URL
-// and working directory. An env or header entry whose resolution fails is
-// omitted and the reason logged (without the value).
-func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, r Resolver, log *slog.Logger) resolved {
-	secrets := inheritedSecrets(os.Environ())
-	do := func(kind string, in map[string]string) map[string]string {
-		if len(in) == 0 {
-			return nil
-		}
-		out := make(map[string]string, len(in))
-		for _, k := range slices.Sorted(maps.Keys(in)) {
-			v := in[k]
-			secrets = append(secrets, v)
-			rv, err := r.Resolve(ctx, v)
-			if err != nil {
-				log.Warn("MCP config value omitted", "server", server, kind, k, "err", events.RedactText(err.Error()))
-				continue
-			}
-			secrets = append(secrets, rv)
-			out[k] = rv
-		}
-		return out
-	}
-	res := resolved{cfg: cfg.Clone(), env: do("env", cfg.Env), headers: do("header", cfg.Headers)}
-	if x, ok := r.(Expander); ok {
-		expand := func(v string) string {
-			out, subst := x.Expand(v)
-			secrets = append(secrets, subst...)
-			return out
-		}
-		c := &res.cfg
-		c.Command, c.URL, c.Cwd = expand(c.Command), expand(c.URL), expand(c.Cwd)
-		for i, a := range c.Args {
-			c.Args[i] = expand(a)
-		}
-	}
-	res.scrub = newScrubber(secrets)
-	return res
-}
-
-// inheritedSecrets returns the values of the variables in environ (KEY=VALUE
-// entries, as [os.Environ] gives them) whose names look like credentials
-// ([events.IsCredentialName]: GITHUB_PAT, OPENAI_API_KEY, …). A child
-// process inherits them, and a server that prints its environment must not
-// carry them into an event.
-func inheritedSecrets(environ []string) []string {
-	var out []string
-	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && v != "" && events.IsCredentialName(k) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// newScrubber returns a replacer of every secret of at least minSecretLen
-// bytes by [events.Redacted], longest first.
-func newScrubber(secrets []string) *strings.Replacer {
-	secrets = slices.DeleteFunc(slices.Clone(secrets), func(s string) bool { return len(s) < minSecretLen })
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	secrets = slices.Compact(secrets)
-	pairs := make([]string, 0, 2*len(secrets))
-	for _, s := range secrets {
-		pairs = append(pairs, s, events.Redacted)
-	}
-	return strings.NewReplacer(pairs...)
-}
-
-// scrubText removes resolved secrets and credential-like parameters from a
-// text that may be recorded.
-func (r resolved) scrubText(s string) string {
-	if r.scrub != nil {
-		s = r.scrub.Replace(s)
-	}
-	return events.RedactText(s)
-}
 
 // dialer builds the transport of one connect attempt. The default is
 // [newTransport]; tests of the lifecycle swap in in-memory transports.
@@ -209,62 +108,6 @@ type pooledTransport struct {
 	mcp.Transport
 	pool *http.Transport
 }
-
-// stdioTransport starts a server process and speaks newline-delimited
-// JSON-RPC on its stdin and stdout. Closing the connection tears the
-// process group down (see [process.terminate]).
-type stdioTransport struct {
-	command string
-	args    []string
-	env     []string
-	dir     string
-
-	log  *slog.Logger // the server's logger (nil: discard)
-	proc *process     // set by Connect
-	// server names the server in errors; maxMessage is the longest line
-	// of stdout passed on (0: [DefaultMaxMessageSize]; see [jsonLines]).
-	server     string
-	maxMessage int
-}
-
-// Connect starts the process. It is called once, by the go-sdk client.
-func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	if t.proc != nil {
-		return nil, errors.New("stdio transport: already connected")
-	}
-	p, err := startProcess(t.command, t.args, t.env, t.dir)
-	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", t.command, err)
-	}
-	t.proc = p
-	log := t.log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	lines := newJSONLines(p.stdout, t.server, t.maxMessage, p.stderr, log)
-	// The filter bounds every line it passes, and answers a request whose
-	// response was too long; the go-sdk's own bound would end the whole
-	// connection instead, so it is off.
-	return (&mcp.IOTransport{Reader: stdoutReader{p, lines}, Writer: stdinWriter{p}, MaxLineLength: -1}).Connect(ctx)
-}
-
-// stdoutReader reads the child's stdout, skipping lines that are not
-// JSON-RPC (see [jsonLines]). Its Close does nothing: the connection's
-// Close closes the reader first and the writer second, and the writer's
-// Close (the teardown) closes stdout once the group is gone.
-type stdoutReader struct {
-	p     *process
-	lines *jsonLines
-}
-
-func (r stdoutReader) Read(b []byte) (int, error) { return r.lines.Read(b) }
-func (r stdoutReader) Close() error               { return nil }
-
-// stdinWriter writes the child's stdin; its Close tears the process down.
-type stdinWriter struct{ p *process }
-
-func (w stdinWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
-func (w stdinWriter) Close() error                { return w.p.terminate() }
 
 // sseTransport is the legacy HTTP+SSE transport with its event stream
 // detached from the connect context: the connect timeout bounds the

@@ -1,13 +1,14 @@
-package manager
+package proc
 
 import "sync"
 
-// stderrLimit is how much of a server's stderr is kept (the last bytes).
+// stderrLimit is how much of a process's stderr is kept (the last bytes).
 const stderrLimit = 64 << 10
 
-// ringBuffer keeps the last limit bytes written to it. It is safe for
+// Ring keeps the last limit bytes written to it: a process's stderr, and
+// the notes of the [JSONLines] filter on its stdout. It is safe for
 // concurrent use.
-type ringBuffer struct {
+type Ring struct {
 	mu    sync.Mutex
 	buf   []byte // len(buf) <= limit; the oldest byte is at start when full
 	start int
@@ -16,20 +17,21 @@ type ringBuffer struct {
 	last  byte // the last byte written
 }
 
-func newRingBuffer(limit int) *ringBuffer { return &ringBuffer{limit: limit} }
+// NewRing returns a ring that keeps the last limit bytes.
+func NewRing(limit int) *Ring { return &Ring{limit: limit} }
 
 // Write appends p, dropping the oldest bytes beyond the limit. It never
 // fails.
-func (r *ringBuffer) Write(p []byte) (int, error) {
+func (r *Ring) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.write(p)
 	return len(p), nil
 }
 
-// note appends the line msg, on a line of its own: after a newline if
+// Note appends the line msg, on a line of its own: after a newline if
 // the bytes before it did not end in one.
-func (r *ringBuffer) note(msg string) {
+func (r *Ring) Note(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.buf) > 0 && r.last != '\n' {
@@ -39,7 +41,7 @@ func (r *ringBuffer) note(msg string) {
 }
 
 // write appends p. Requires r.mu.
-func (r *ringBuffer) write(p []byte) {
+func (r *Ring) write(p []byte) {
 	if len(p) == 0 {
 		return
 	}
@@ -70,7 +72,7 @@ func (r *ringBuffer) write(p []byte) {
 }
 
 // Bytes returns a copy of the kept bytes, oldest first.
-func (r *ringBuffer) Bytes() []byte {
+func (r *Ring) Bytes() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.full {

@@ -1,4 +1,4 @@
-package manager
+package proc
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"testing"
 	"testing/iotest"
 )
+
+// defaultLimit is the manager's default line limit, 16 MiB.
+const defaultLimit = 16 << 20
 
 // readers returns in read whole, a byte at a time and in halves.
 func readers(in string) map[string]func() io.Reader {
@@ -49,9 +52,9 @@ func TestJSONLinesPassesOnlyJSONRPC(t *testing.T) {
 	const skipped = 10
 	for name, r := range readers(in) {
 		t.Run(name, func(t *testing.T) {
-			stderr := newRingBuffer(stderrLimit)
+			stderr := NewRing(stderrLimit)
 			stderr.Write([]byte("a partial stderr line"))
-			f := newJSONLines(r(), "fx", 0, stderr, slog.New(slog.DiscardHandler))
+			f := NewJSONLines(r(), "fx", defaultLimit, stderr, slog.New(slog.DiscardHandler))
 			got, err := io.ReadAll(iotest.OneByteReader(f))
 			if err != nil {
 				t.Fatal(err)
@@ -76,7 +79,7 @@ func TestJSONLinesPassesOnlyJSONRPC(t *testing.T) {
 }
 
 func TestJSONLinesPassesReadErrors(t *testing.T) {
-	f := newJSONLines(iotest.ErrReader(io.ErrUnexpectedEOF), "fx", 0, nil, slog.New(slog.DiscardHandler))
+	f := NewJSONLines(iotest.ErrReader(io.ErrUnexpectedEOF), "fx", defaultLimit, nil, slog.New(slog.DiscardHandler))
 	if _, err := f.Read(make([]byte, 8)); err != io.ErrUnexpectedEOF {
 		t.Fatalf("err = %v", err)
 	}
@@ -105,8 +108,8 @@ func TestJSONLinesAnswersOversizedResponses(t *testing.T) {
 	}, "\n") + "\n"
 	for name, r := range readers(in) {
 		t.Run(name, func(t *testing.T) {
-			stderr := newRingBuffer(stderrLimit)
-			f := newJSONLines(r(), "bulky", limit, stderr, slog.New(slog.DiscardHandler))
+			stderr := NewRing(stderrLimit)
+			f := NewJSONLines(r(), "bulky", limit, stderr, slog.New(slog.DiscardHandler))
 			got, err := io.ReadAll(f)
 			if err != nil {
 				t.Fatal(err)
@@ -153,7 +156,7 @@ func TestJSONLinesLimit(t *testing.T) {
 		limit int
 		pass  bool
 	}{{len(msg), true}, {len(msg) - 1, false}} {
-		f := newJSONLines(strings.NewReader(msg+"\n"), "fx", c.limit, nil, slog.New(slog.DiscardHandler))
+		f := NewJSONLines(strings.NewReader(msg+"\n"), "fx", c.limit, nil, slog.New(slog.DiscardHandler))
 		got, _ := io.ReadAll(f)
 		if passed := string(got) == msg+"\n"; passed != c.pass {
 			t.Errorf("limit %d: got %.60q…", c.limit, got)
@@ -260,7 +263,7 @@ func BenchmarkJSONLines(b *testing.B) {
 		b.Fatal("not a message")
 	}
 	src := &repeatReader{line: line}
-	f := newJSONLines(src, "fx", 0, nil, slog.New(slog.DiscardHandler))
+	f := NewJSONLines(src, "fx", defaultLimit, nil, slog.New(slog.DiscardHandler))
 	buf := make([]byte, 4096)
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
@@ -285,4 +288,20 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	}
 	r.left--
 	return copy(p, r.line), nil
+}
+
+// contains fails the test when s lacks sub.
+func contains(t *testing.T, what, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Fatalf("%s %q does not contain %q", what, s, sub)
+	}
+}
+
+// equal fails the test when got and want print differently.
+func equal[T comparable](t *testing.T, what string, got, want []T) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s:\n got %v\nwant %v", what, got, want)
+	}
 }

@@ -1,6 +1,6 @@
-//go:build unix && !linux
+//go:build !linux
 
-package manager
+package proc
 
 // awaitExit returns at once: the caller's wait blocks a thread.
 func awaitExit(int) {}

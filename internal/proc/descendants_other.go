@@ -1,10 +1,11 @@
-//go:build unix && !linux
+//go:build !linux
 
-package manager
+package proc
 
 // Elsewhere than on Linux, teardown reaches the server's process group
-// only: there is no /proc to find the processes that left it (by setsid,
-// or a daemonising double fork), so they survive the teardown.
+// only (on Windows, the process only): there is no /proc to find the
+// processes that left it (by setsid, or a daemonising double fork), so
+// they survive the teardown.
 
 // newInstanceMarker returns "": no process is marked.
 func newInstanceMarker() string { return "" }

@@ -1,4 +1,4 @@
-package manager
+package proc
 
 import (
 	"bytes"
@@ -9,19 +9,15 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultMaxMessageSize is the default of [Options.MaxMessageSize]: 16 MiB,
-// the go-sdk's own default bound on one line.
-const DefaultMaxMessageSize = 16 << 20
-
-// jsonLines filters a stdio server's stdout down to JSON-RPC messages, one
+// JSONLines filters a stdio server's stdout down to JSON-RPC messages, one
 // per line, as peer hosts do:
 //
 //   - A line that is a JSON-RPC 2.0 message or batch ([isJSONRPC]) is
 //     passed on (trimmed, with a newline).
 //   - Any other line (a banner, a log line such as "[INFO] ready" or a
 //     JSON log record) is skipped instead of ending the connection; it is
-//     counted, logged at Debug and noted in the server's stderr buffer, so
-//     that errors quoting the stderr tail show it.
+//     counted, logged at Debug and noted in the server's stderr ring
+//     ([Ring.Note]), so that errors quoting the stderr tail show it.
 //   - A line longer than limit bytes is discarded, its bytes beyond the
 //     limit as they are read; when it was the response to a request, a
 //     JSON-RPC error response with the same id, naming the limit and the
@@ -30,11 +26,11 @@ const DefaultMaxMessageSize = 16 << 20
 //
 // It holds at most one line of up to limit bytes. It is used by one
 // goroutine, the connection's reader.
-type jsonLines struct {
+type JSONLines struct {
 	r      io.Reader
 	server string
 	limit  int
-	stderr *ringBuffer  // where skipped lines are noted (nil: nowhere)
+	notes  *Ring        // where skipped lines are noted (nil: nowhere)
 	log    *slog.Logger // the server's logger
 
 	raw  []byte        // read buffer
@@ -48,14 +44,17 @@ type jsonLines struct {
 	oversized int // lines longer than limit
 }
 
-func newJSONLines(r io.Reader, server string, limit int, stderr *ringBuffer, log *slog.Logger) *jsonLines {
-	if limit <= 0 {
-		limit = DefaultMaxMessageSize
-	}
-	return &jsonLines{r: r, server: server, limit: limit, stderr: stderr, log: log, raw: make([]byte, 32<<10)}
+// NewJSONLines returns the filter of r, the stdout of the stdio server
+// named server. limit is the longest line passed on, in bytes; it must be
+// positive. Skipped and discarded lines are noted in notes (nil: nowhere)
+// and logged to log.
+func NewJSONLines(r io.Reader, server string, limit int, notes *Ring, log *slog.Logger) *JSONLines {
+	return &JSONLines{r: r, server: server, limit: limit, notes: notes, log: log, raw: make([]byte, 32<<10)}
 }
 
-func (f *jsonLines) Read(p []byte) (int, error) {
+// Read returns the next passed-on lines; the underlying reader's error
+// comes after the lines read before it.
+func (f *JSONLines) Read(p []byte) (int, error) {
 	for len(f.out) == 0 {
 		if len(f.buf) == 0 {
 			if f.err != nil {
@@ -79,7 +78,7 @@ func (f *jsonLines) Read(p []byte) (int, error) {
 // scan consumes buf up to the end of the next line, or all of it when it
 // holds no line end, and sets out if that line is to be passed on. out
 // may point into raw or line: neither is written until out was read.
-func (f *jsonLines) scan() {
+func (f *JSONLines) scan() {
 	end := bytes.IndexByte(f.buf, '\n')
 	if f.big != nil {
 		if end < 0 {
@@ -117,7 +116,7 @@ func (f *jsonLines) scan() {
 }
 
 // finish judges a last line without a newline at the end of the stream.
-func (f *jsonLines) finish() {
+func (f *JSONLines) finish() {
 	switch {
 	case f.big != nil:
 		f.endOversized()
@@ -128,7 +127,7 @@ func (f *jsonLines) finish() {
 
 // take passes line (ending in a newline) on when it is a JSON-RPC message,
 // and skips it otherwise.
-func (f *jsonLines) take(line []byte) {
+func (f *JSONLines) take(line []byte) {
 	defer f.resetLine()
 	lead := len(line) - len(bytes.TrimLeft(line, " \t\r"))
 	msg := bytes.TrimRight(line[lead:], " \t\r\n")
@@ -152,7 +151,7 @@ func (f *jsonLines) take(line []byte) {
 
 // resetLine empties line for the next one, keeping its memory unless a
 // long line grew it.
-func (f *jsonLines) resetLine() {
+func (f *JSONLines) resetLine() {
 	if cap(f.line) > 1<<20 {
 		f.line = nil
 		return
@@ -162,7 +161,7 @@ func (f *jsonLines) resetLine() {
 
 // startOversized begins discarding a line longer than limit: the part of
 // it in line and then rest.
-func (f *jsonLines) startOversized(rest []byte) {
+func (f *JSONLines) startOversized(rest []byte) {
 	f.big = &topLevelScan{}
 	f.big.feed(f.line)
 	f.big.feed(rest)
@@ -171,7 +170,7 @@ func (f *jsonLines) startOversized(rest []byte) {
 
 // endOversized ends the discarded line: when it answered a request, the
 // request gets an error in its place.
-func (f *jsonLines) endOversized() {
+func (f *JSONLines) endOversized() {
 	big := f.big
 	f.big = nil
 	f.oversized++
@@ -214,10 +213,10 @@ type responseError struct {
 // codeInternalError is JSON-RPC's "Internal error".
 const codeInternalError = -32603
 
-// note appends a line about the filter to the server's stderr buffer.
-func (f *jsonLines) note(msg string) {
-	if f.stderr != nil {
-		f.stderr.note("[mcplife: " + msg + "]")
+// note appends a line about the filter to the server's stderr ring.
+func (f *JSONLines) note(msg string) {
+	if f.notes != nil {
+		f.notes.Note("[mcplife: " + msg + "]")
 	}
 }
 

@@ -1,0 +1,29 @@
+// Package proc runs the child process of a stdio MCP server and reads its
+// output: [Start] starts it with its stdin, stdout and stderr on pipes,
+// keeps the last 64 KiB of its stderr in a [Ring], reaps it and reports
+// its exit status, and [Process.Terminate] tears it down. [JSONLines]
+// filters its stdout down to the JSON-RPC messages the MCP client may
+// read. [KillGroupOnCancel] gives a short-lived command (a "!command"
+// substitution) the same process-group teardown.
+//
+// What each platform gets:
+//
+//   - Unix: the child starts in its own process group. Teardown closes its
+//     stdin, waits, then signals the whole group with SIGTERM and, if any
+//     member remains, SIGKILL, so servers started through sh -c or npx
+//     leave no process behind. An exit status of a child ended by a signal
+//     is 128+signal.
+//   - Linux, in addition: teardown also finds the processes that left the
+//     group (by setsid, or a daemonising double fork) through /proc, by
+//     their parent links and by an instance marker in their environment
+//     (MCPLIFE_SERVER_INSTANCE), and signals them too; and the reaper parks
+//     on a pidfd instead of blocking a thread.
+//   - Windows and other systems without process groups: the child runs
+//     without process-group semantics. Teardown closes its stdin, waits,
+//     then kills the child process alone; processes it started survive
+//     it. A cancelled [KillGroupOnCancel] command kills the command's
+//     process only.
+//
+// The package is internal: the manager's stdio transport and the loader's
+// command runner are its users.
+package proc

@@ -1,0 +1,230 @@
+package proc
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// Default teardown timings of [Options].
+const (
+	// DefaultStdinGrace is how long a process may take to exit after its
+	// stdin was closed before it is signalled.
+	DefaultStdinGrace = 2 * time.Second
+	// DefaultTermGrace is how long a process group may take to exit after
+	// SIGTERM before it receives SIGKILL.
+	DefaultTermGrace = 2 * time.Second
+)
+
+// Teardown timings that are not options.
+const (
+	// groupPoll is the interval at which a signalled group is checked.
+	groupPoll = 10 * time.Millisecond
+	// stderrDrain bounds the wait for the last stderr bytes once the group
+	// is gone.
+	stderrDrain = time.Second
+)
+
+// Options configure [Start]. Zero fields mean defaults.
+type Options struct {
+	// StdinGrace is how long the process may take to exit after its stdin
+	// was closed before it is signalled (default [DefaultStdinGrace]).
+	StdinGrace time.Duration
+	// TermGrace is how long the process group may take to exit after
+	// SIGTERM before it receives SIGKILL (default [DefaultTermGrace]).
+	// Unused where there are no signals (Windows).
+	TermGrace time.Duration
+}
+
+// Process is one stdio server's child process: started in its own process
+// group (on Unix), with its stdin and stdout on pipes and the last 64 KiB
+// of its stderr kept in a [Ring].
+//
+// It owns two goroutines: one reaps the child (closing Exited), one copies
+// stderr into the ring. [Process.Terminate] stops both. Its methods are
+// safe for concurrent use.
+type Process struct {
+	cmd    *exec.Cmd
+	pid    int      // also the process group id on Unix
+	stdin  *os.File // our write end of the child's stdin
+	stdout *os.File // our read end of the child's stdout
+	stderr *Ring
+	opts   Options
+
+	stderrR    *os.File
+	stderrDone chan struct{}
+	exited     chan struct{} // closed once the child was reaped
+	state      *os.ProcessState
+
+	// marker is the environment entry that marks the processes started
+	// for this server ("" where teardown does not look for them); root
+	// is the child, whose descendants teardown looks for.
+	marker string
+	root   procID
+
+	once    sync.Once
+	termErr error
+}
+
+// Start starts command with args in dir, with env (and, on Linux, the
+// server's instance marker) as its complete environment, in a new process
+// group where the platform has them. opts nil means defaults.
+func Start(command string, args []string, env []string, dir string, opts *Options) (*Process, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.StdinGrace <= 0 {
+		o.StdinGrace = DefaultStdinGrace
+	}
+	if o.TermGrace <= 0 {
+		o.TermGrace = DefaultTermGrace
+	}
+	marker := newInstanceMarker()
+	if marker != "" {
+		env = append(env[:len(env):len(env)], marker) // the last entry of a name wins
+	}
+	cmd := exec.Command(command, args...)
+	cmd.Env = env
+	cmd.Dir = dir
+	ownGroup(cmd)
+
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	// The child holds its ends now.
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	p := &Process{
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdin:      inW,
+		stdout:     outR,
+		stderr:     NewRing(stderrLimit),
+		opts:       o,
+		stderrR:    errR,
+		stderrDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+		marker:     marker,
+		root:       processID(cmd.Process.Pid),
+	}
+	go func() {
+		defer close(p.stderrDone)
+		buf := make([]byte, 4096)
+		for {
+			n, err := errR.Read(buf)
+			p.stderr.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		// Park until the child exits without holding a thread where the
+		// kernel allows it: twenty servers starting at once would
+		// otherwise block twenty threads in wait4 and slow the startup.
+		awaitExit(p.pid)
+		cmd.Wait()
+		p.state = cmd.ProcessState
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// Pid returns the child's process id (on Unix also its process group id).
+func (p *Process) Pid() int { return p.pid }
+
+// Stdin returns the write end of the child's stdin. Terminate closes it.
+func (p *Process) Stdin() io.Writer { return p.stdin }
+
+// Stdout returns the read end of the child's stdout. Terminate closes it
+// once the child is gone.
+func (p *Process) Stdout() io.Reader { return p.stdout }
+
+// Stderr returns the ring that keeps the child's stderr; [JSONLines] notes
+// what it skipped there.
+func (p *Process) Stderr() *Ring { return p.stderr }
+
+// Exited returns a channel that is closed once the child exited and was
+// reaped.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// ExitStatus returns the child's exit status once it was reaped: its exit
+// code, or on Unix 128+signal when a signal ended it. It returns nil while
+// the child runs.
+func (p *Process) ExitStatus() *int {
+	select {
+	case <-p.exited:
+	default:
+		return nil
+	}
+	if p.state == nil {
+		return nil
+	}
+	code := exitCode(p.state)
+	return &code
+}
+
+// StderrTail returns the kept stderr, trimmed.
+func (p *Process) StderrTail() string {
+	return string(bytes.TrimSpace(p.stderr.Bytes()))
+}
+
+// Terminate shuts the process down: it closes stdin and waits
+// [Options.StdinGrace]; then, on Unix, it signals the whole group, and
+// every descendant found outside it, with SIGTERM and, if any remain after
+// [Options.TermGrace], SIGKILL; elsewhere it kills the child. It waits
+// for the child to be reaped and for stderr to drain, and closes stdout.
+// It is idempotent and safe to call concurrently; every caller gets the
+// same result.
+func (p *Process) Terminate() error {
+	p.once.Do(func() { p.termErr = p.terminate() })
+	return p.termErr
+}
+
+// drain waits (boundedly) for the last stderr bytes and closes the read
+// ends, once the child was reaped.
+func (p *Process) drain() {
+	select {
+	case <-p.stderrDone:
+	case <-time.After(stderrDrain):
+		// A process that escaped teardown still holds stderr; stop reading.
+	}
+	p.stderrR.Close()
+	<-p.stderrDone
+	p.stdout.Close()
+}

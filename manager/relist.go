@@ -1,0 +1,60 @@
+package manager
+
+import (
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// relistLoop re-lists the server's tools on each (coalesced)
+// notifications/tools/list_changed until the server is torn down.
+//
+// A server may send the notification in a loop, with or without a change:
+// re-lists are at least Options.RelistInterval apart (notifications in
+// between are coalesced into one ToolListChanged and one re-list), and a
+// list is recorded only when it differs from the last one recorded, so
+// the store grows by one small event per interval at most.
+func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
+	var prev time.Time
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-lc.relist:
+		}
+		if !prev.IsZero() {
+			if wait := m.opts.RelistInterval - time.Since(prev); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-s.ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				select {
+				case <-lc.relist: // covered by this re-list
+				default:
+				}
+			}
+		}
+		prev = time.Now()
+		m.emit(&events.ToolListChanged{Server: s.name})
+		start := m.now()
+		defs, err := m.listTools(s.ctx, s, lc)
+		if s.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.emit(&events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(start)})
+			m.log.Warn("MCP tool re-list failed", "server", s.name, "err", err)
+			last = "" // whatever comes next is news
+			continue
+		}
+		listed := m.listed(s, defs, m.now().Sub(start), events.CauseListChanged)
+		if listed.ToolsHash == last {
+			continue
+		}
+		last = listed.ToolsHash
+		m.emit(listed)
+	}
+}

@@ -1,0 +1,88 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/internal/proc"
+)
+
+// DefaultMaxMessageSize is the default of [Options.MaxMessageSize]: 16 MiB,
+// the go-sdk's own default bound on one line.
+const DefaultMaxMessageSize = 16 << 20
+
+// Teardown timings of stdio servers (see [proc.Options]). Variables, not
+// constants, so tests of the signal path need not wait for the defaults.
+var (
+	// stdinGrace is how long a server may take to exit after its stdin was
+	// closed before it is signalled (on Unix its process group receives
+	// SIGTERM; elsewhere the process is killed).
+	stdinGrace = proc.DefaultStdinGrace
+	// termGrace is how long the group may take to exit after SIGTERM
+	// before it receives SIGKILL.
+	termGrace = proc.DefaultTermGrace
+)
+
+// stdioTransport starts a server process and speaks newline-delimited
+// JSON-RPC on its stdin and stdout. Closing the connection tears the
+// process down (see [proc.Process.Terminate]): on Unix its whole process
+// group, on Windows the process alone.
+type stdioTransport struct {
+	command string
+	args    []string
+	env     []string
+	dir     string
+
+	log  *slog.Logger  // the server's logger (nil: discard)
+	proc *proc.Process // set by Connect
+	// server names the server in errors; maxMessage is the longest line
+	// of stdout passed on (0: [DefaultMaxMessageSize]; see
+	// [proc.JSONLines]).
+	server     string
+	maxMessage int
+}
+
+// Connect starts the process. It is called once, by the go-sdk client.
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	if t.proc != nil {
+		return nil, errors.New("stdio transport: already connected")
+	}
+	p, err := proc.Start(t.command, t.args, t.env, t.dir, &proc.Options{StdinGrace: stdinGrace, TermGrace: termGrace})
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", t.command, err)
+	}
+	t.proc = p
+	log := t.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	limit := t.maxMessage
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	lines := proc.NewJSONLines(p.Stdout(), t.server, limit, p.Stderr(), log)
+	// The filter bounds every line it passes, and answers a request whose
+	// response was too long; the go-sdk's own bound would end the whole
+	// connection instead, so it is off.
+	return (&mcp.IOTransport{Reader: stdoutReader{lines}, Writer: stdinWriter{p}, MaxLineLength: -1}).Connect(ctx)
+}
+
+// stdoutReader reads the child's stdout, skipping lines that are not
+// JSON-RPC (see [proc.JSONLines]). Its Close does nothing: the
+// connection's Close closes the reader first and the writer second, and
+// the writer's Close (the teardown) closes stdout once the process is
+// gone.
+type stdoutReader struct{ lines *proc.JSONLines }
+
+func (r stdoutReader) Read(b []byte) (int, error) { return r.lines.Read(b) }
+func (r stdoutReader) Close() error               { return nil }
+
+// stdinWriter writes the child's stdin; its Close tears the process down.
+type stdinWriter struct{ p *proc.Process }
+
+func (w stdinWriter) Write(b []byte) (int, error) { return w.p.Stdin().Write(b) }
+func (w stdinWriter) Close() error                { return w.p.Terminate() }

@@ -1,0 +1,154 @@
+package manager
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// Resolver resolves one env or header value of a server configuration at
+// connect time: a "!command" value, a value with ${VAR} references, or a
+// literal. The loader provides the real implementation; the default
+// passes every value through unchanged.
+//
+// Resolve is called at every connect and reconnect, possibly concurrently
+// for several servers, so implementations must be safe for concurrent use.
+// An error omits that entry from the connection; its message is logged and
+// must therefore not contain the value or its resolution.
+type Resolver interface {
+	Resolve(ctx context.Context, value string) (string, error)
+}
+
+// Expander is an optional capability of a [Resolver]: it expands the
+// ${VAR} references of a server's command, arguments, URL and working
+// directory at connect time (what discovery records keeps the reference,
+// never the value). subst lists the values substituted; they
+// are treated as secrets and scrubbed from every error and stderr excerpt.
+// Without it those fields are used as configured.
+//
+// Expand is called at every connect, possibly concurrently.
+type Expander interface {
+	Expand(value string) (expanded string, subst []string)
+}
+
+// PassThrough is the default [Resolver]: every value is used literally.
+type PassThrough struct{}
+
+// Resolve returns value unchanged.
+func (PassThrough) Resolve(_ context.Context, value string) (string, error) { return value, nil }
+
+// ResolverFunc adapts a function to [Resolver].
+type ResolverFunc func(ctx context.Context, value string) (string, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(ctx context.Context, value string) (string, error) {
+	return f(ctx, value)
+}
+
+var _ Resolver = PassThrough{}
+
+var _ Resolver = ResolverFunc(nil)
+
+// resolved is one connect attempt's substituted configuration. Every
+// substituted value is a secret: it goes to the child process or the HTTP
+// request and nowhere else.
+type resolved struct {
+	// cfg is the configuration with its command, arguments, URL and
+	// working directory expanded (see [Expander]); its env and headers are
+	// the unresolved ones.
+	cfg     events.ServerConfig
+	env     map[string]string
+	headers map[string]string
+	// scrub replaces every resolved value, every configured value and
+	// every credential-like value of the inherited environment inside a
+	// text with [events.Redacted].
+	scrub *strings.Replacer
+}
+
+// minSecretLen is the shortest value scrubbed from error texts; shorter
+// values ("1", "on") would garble messages without protecting anything.
+const minSecretLen = 4
+
+// resolveConfig substitutes cfg through r: the env and header values, and
+// (when r is an [Expander]) the references in the command, arguments, URL
+// and working directory. An env or header entry whose resolution fails is
+// omitted and the reason logged (without the value).
+func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, r Resolver, log *slog.Logger) resolved {
+	secrets := inheritedSecrets(os.Environ())
+	do := func(kind string, in map[string]string) map[string]string {
+		if len(in) == 0 {
+			return nil
+		}
+		out := make(map[string]string, len(in))
+		for _, k := range slices.Sorted(maps.Keys(in)) {
+			v := in[k]
+			secrets = append(secrets, v)
+			rv, err := r.Resolve(ctx, v)
+			if err != nil {
+				log.Warn("MCP config value omitted", "server", server, kind, k, "err", events.RedactText(err.Error()))
+				continue
+			}
+			secrets = append(secrets, rv)
+			out[k] = rv
+		}
+		return out
+	}
+	res := resolved{cfg: cfg.Clone(), env: do("env", cfg.Env), headers: do("header", cfg.Headers)}
+	if x, ok := r.(Expander); ok {
+		expand := func(v string) string {
+			out, subst := x.Expand(v)
+			secrets = append(secrets, subst...)
+			return out
+		}
+		c := &res.cfg
+		c.Command, c.URL, c.Cwd = expand(c.Command), expand(c.URL), expand(c.Cwd)
+		for i, a := range c.Args {
+			c.Args[i] = expand(a)
+		}
+	}
+	res.scrub = newScrubber(secrets)
+	return res
+}
+
+// inheritedSecrets returns the values of the variables in environ (KEY=VALUE
+// entries, as [os.Environ] gives them) whose names look like credentials
+// ([events.IsCredentialName]: GITHUB_PAT, OPENAI_API_KEY, …). A child
+// process inherits them, and a server that prints its environment must not
+// carry them into an event.
+func inheritedSecrets(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && events.IsCredentialName(k) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// newScrubber returns a replacer of every secret of at least minSecretLen
+// bytes by [events.Redacted], longest first.
+func newScrubber(secrets []string) *strings.Replacer {
+	secrets = slices.DeleteFunc(slices.Clone(secrets), func(s string) bool { return len(s) < minSecretLen })
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	secrets = slices.Compact(secrets)
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, events.Redacted)
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// scrubText removes resolved secrets and credential-like parameters from a
+// text that may be recorded.
+func (r resolved) scrubText(s string) string {
+	if r.scrub != nil {
+		s = r.scrub.Replace(s)
+	}
+	return events.RedactText(s)
+}
