@@ -139,11 +139,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 	for _, s := range starting {
 		m.attempts[s.name]++
 		m.servers[s.name] = s
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			m.run(s)
-		}()
+		m.wg.Go(func() { m.run(s) })
 	}
 	m.mu.Unlock()
 	m.yield("connect.started", "")
@@ -262,11 +258,7 @@ func (m *Manager) run(s *server) {
 	s.conn = lc
 	close(s.connected)
 	m.mu.Unlock()
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		m.watchDrop(s, lc)
-	}()
+	m.wg.Go(func() { m.watchDrop(s, lc) })
 
 	listStart := m.now()
 	defs, err := m.listTools(s.ctx, s, lc)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,8 +129,8 @@ type Manager struct {
 	cache   *projector.ToolCache
 	dial    dialer
 	now     func() time.Time
-	// sched, when set (tests), is called at the lifecycle's scheduling
-	// points (see yield) to vary or hold the interleaving there.
+	// sched is the test seam at the scheduling points; nil outside tests
+	// (see yield, which lists the points).
 	sched func(point, server string)
 
 	// ctx is cancelled by Close; wg holds the goroutines it stops.
@@ -291,9 +293,25 @@ func (m *Manager) attachView(ctx context.Context) error {
 	return nil
 }
 
-// yield calls the test hook at a scheduling point: a place where another
-// goroutine's step may come in between, named by point and, where the
-// step is about one, the server.
+// yield is a test seam: it calls m.sched, when a test set it, at a
+// scheduling point, a place where another goroutine's step may come in
+// between; the test varies or holds the interleaving there. Unset, it is
+// an inlined nil check with constant arguments: no call, no allocation.
+// The points, by name, with the server they concern ("" for none):
+//
+//	connect.wait       ConnectServers waits for earlier teardowns of its servers
+//	connect.started    ConnectServers started the round's servers, before its gate
+//	gate.snapshot      the gate is about to take its snapshot of settled servers
+//	gate.emit          the gate decided, before it marks deferred servers and records
+//	run.connected      (server) connect + initialize returned, before anything is recorded
+//	run.failed         (server) a failed connect marked itself closing, before ConnectFailed
+//	run.conn           (server) ServerConnected was recorded, before the connection is published
+//	run.listed         (server) the first tools/list returned, before it is recorded
+//	watch.ended        (server) the drop watcher saw the connection end
+//	disconnect.marked  (server) a teardown marked the server closing
+//	finish.emit        (server) the teardown is about to record Disconnected
+//	finish.remove      (server) Disconnected was recorded, before the record is removed
+//	reload.discover    Reload tore everything down and is about to rediscover
 func (m *Manager) yield(point, server string) {
 	if m.sched != nil {
 		m.sched(point, server)
@@ -308,30 +326,47 @@ func (m *Manager) goOwned(fn func()) bool {
 	if m.stopping {
 		return false
 	}
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		fn()
-	}()
+	m.wg.Go(fn)
 	return true
 }
 
 // Session returns the session id the manager records to.
 func (m *Manager) Session() string { return m.session }
 
-// emit appends evs to the session. Recording does not depend on the
-// caller's context: a cancelled call still records that it finished. A
-// failure is logged and returned.
+// emit appends evs to the session (see emitCorrelated).
 func (m *Manager) emit(evs ...events.Event) error {
 	return m.emitCorrelated("", evs...)
 }
 
+// emitCorrelated appends evs to the session under correlation. Recording
+// does not depend on the caller's context: a cancelled call still records
+// that it finished. A failed append is logged here, once, at Error with
+// the types and servers of its events, and returned; a caller that can do
+// nothing more about it ignores the error.
 func (m *Manager) emitCorrelated(correlation string, evs ...events.Event) error {
 	if _, err := m.j.AppendCorrelated(context.Background(), m.session, correlation, evs...); err != nil {
-		m.log.Error("MCP lifecycle event not recorded", "type", evs[0].Type(), "err", err)
+		types, servers := describeEvents(evs)
+		m.log.Error("MCP lifecycle event not recorded", "type", types, "server", servers, "err", err)
 		return err
 	}
 	return nil
+}
+
+// describeEvents returns the distinct types and servers of evs, each
+// joined with ",", in order of appearance.
+func describeEvents(evs []events.Event) (types, servers string) {
+	var ts, ss []string
+	for _, ev := range evs {
+		if t := ev.Type(); !slices.Contains(ts, t) {
+			ts = append(ts, t)
+		}
+		if se, ok := ev.(events.ServerEvent); ok {
+			if s := se.ServerName(); s != "" && !slices.Contains(ss, s) {
+				ss = append(ss, s)
+			}
+		}
+	}
+	return strings.Join(ts, ","), strings.Join(ss, ",")
 }
 
 // Status returns the status of the named server, one of
