@@ -18,8 +18,8 @@ import (
 	"github.com/mcplife/mcplife/store/memory"
 )
 
-// The benchmarks measure the targets of SPEC §11 as ratios against a
-// baseline measured in the same run. Baseline and subject alternate within
+// The benchmarks measure the manager's performance targets, each stated
+// on its benchmark, against a baseline measured in the same run. Baseline and subject alternate within
 // each iteration, so a machine shared with other work disturbs both alike.
 
 // benchStores names the stores the benchmarks run against: the memory

@@ -16,13 +16,15 @@ import (
 	"github.com/mcplife/mcplife/internal/proc"
 )
 
-// ConnectServers connects the given servers in parallel (SPEC §2 steps
-// 2–3) and returns at the startup gate: when every connect and first
-// tools/list settled, or when the gate elapsed. Servers still pending then
-// are served from the tool cache (deferred tools) when it holds a list for
-// their server and config; the others are awaited. Pending servers keep
-// connecting in the background; their tools replace the deferred ones
-// when they arrive, and failures after the gate are logged once.
+// ConnectServers connects the given servers in parallel (for each:
+// validate, resolve substitutions, dial, initialize under the server's
+// timeout, first tools/list) and returns at the startup gate
+// ([Options.Gate]): when every connect and first tools/list settled, or
+// when the gate elapsed. Servers still pending then are served from the
+// tool cache (deferred tools) when it holds a list for their server and
+// config; the others are awaited. Pending servers keep connecting in the
+// background; their tools replace the deferred ones when they arrive, and
+// failures after the gate are logged once.
 //
 // sources carries each server's source metadata (kept even before a
 // connection completes). Servers already connected or connecting are not

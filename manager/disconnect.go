@@ -9,7 +9,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 )
 
-// DisconnectServer tears the named server down (SPEC §2 step 6): it stops a
+// DisconnectServer tears the named server down: it stops a
 // connect in flight, fails in-flight calls, closes the transport (a stdio
 // server's whole process group), forgets the source metadata, and records
 // Disconnected, which removes the server's tools from the view. It is

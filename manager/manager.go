@@ -20,8 +20,8 @@ import (
 
 // Defaults.
 const (
-	// DefaultGate is how long ConnectServers waits before it returns with
-	// whatever is ready (SPEC §2 step 3).
+	// DefaultGate is how long ConnectServers waits for every server to
+	// connect and list its tools before it returns with whatever is ready.
 	DefaultGate = 250 * time.Millisecond
 	// DefaultRelistInterval is the shortest time between two re-lists of
 	// one server caused by notifications/tools/list_changed.

@@ -12,7 +12,7 @@ import (
 type DiscoverFunc func(ctx context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error)
 
 // Reload disconnects every server, rediscovers configs through discover and
-// connects them (SPEC §2 step 5), recording ReloadRequested and
+// connects them as [Manager.ConnectServers] does, recording ReloadRequested and
 // ReloadCompleted (and the Disconnected events of the teardown) under one
 // correlation id. Concurrent reloads run one after another. When discover
 // fails, DiscoveryFailed is recorded, no server is connected, and the

@@ -19,7 +19,8 @@ import (
 // always goes through the manager's current connection to the server.
 // A Tool is safe for concurrent use.
 type Tool struct {
-	// Name is the exposed name, mcp_<server>_<tool> (SPEC §6).
+	// Name is the exposed name, mcp_<server>_<tool> ([projector.ToolName];
+	// renamed by [projector.AssignNames] when two tools collide).
 	Name string
 	// Title and Description as the server sent them; Description falls
 	// back to "MCP tool from <server>".

@@ -84,8 +84,8 @@ func BenchmarkJournalAppendBatch1000(b *testing.B) {
 	reportRate(b, len(batch))
 }
 
-// BenchmarkStartupCacheLookup1M is SPEC §11's "startup cost must not grow
-// with history": a store holding 1M events (20 servers' tool lists among
+// BenchmarkStartupCacheLookup1M checks that startup cost does not grow
+// with history: a store holding 1M events (20 servers' tool lists among
 // them) and its tool-cache checkpoint; each iteration is what a new
 // session does — open the journal, attach the tool cache (restore the
 // checkpoint, catch up) and look up 20 servers. Target: under 5 ms.
