@@ -2,15 +2,17 @@ package peers
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcplife/mcplife/internal/proc"
 )
 
 // Modes of server-everything's HTTP transports, as its first argument.
@@ -26,7 +28,8 @@ const StartupTimeout = 30 * time.Second
 // StartEverythingHTTP starts server-everything in mode ([ModeStreamableHTTP]
 // or [ModeSSE]) on a free local port, waits until the port accepts TCP
 // connections, and returns the endpoint URL (…/mcp or …/sse). The server
-// runs in its own process group, which is killed when t ends. It fails the
+// runs in its own process group, which is killed when t ends (on Windows,
+// without process groups, the node process alone is killed). It fails the
 // test when the server exits or is not ready within [StartupTimeout]; the
 // failure includes the server's stderr.
 func StartEverythingHTTP(t testing.TB, mode string) (url string) {
@@ -47,18 +50,20 @@ func StartEverythingHTTP(t testing.TB, mode string) (url string) {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
-	cmd := exec.Command(node, script, mode)
+	ctx, kill := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, node, script, mode)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	proc.KillGroupOnCancel(cmd)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
+		kill()
 		t.Fatalf("peers: start server-everything %s: %v", mode, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		kill()
 		<-exited
 	})
 
