@@ -17,10 +17,12 @@ import (
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/projector"
 )
 
-// MCPPrefix starts the name of every tool that comes from an MCP server.
-const MCPPrefix = "mcp_"
+// MCPPrefix starts the name of every tool that comes from an MCP server;
+// it is the tool naming's [projector.ToolNamePrefix].
+const MCPPrefix = projector.ToolNamePrefix
 
 // Tool is one entry of a session's tool registry.
 type Tool struct {
