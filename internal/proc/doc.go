@@ -3,8 +3,18 @@
 // keeps the last 64 KiB of its stderr in a [Ring], reaps it and reports
 // its exit status, and [Process.Terminate] tears it down. [JSONLines]
 // filters its stdout down to the JSON-RPC messages the MCP client may
-// read. [KillGroupOnCancel] gives a short-lived command (a "!command"
-// substitution) the same process-group teardown.
+// read. [KillGroupOnCancel] makes a cancelled short-lived command (a
+// "!command" substitution) leave nothing behind: its whole group is
+// killed.
+//
+// Example:
+//
+//	p, err := proc.Start("npx", []string{"-y", "some-mcp-server"}, os.Environ(), dir, nil)
+//	if err != nil { ... }
+//	lines := proc.NewJSONLines(p.Stdout(), "some", 16<<20, p.Stderr(), log)
+//	// read JSON-RPC messages from lines, write requests to p.Stdin()
+//	err = p.Terminate() // stdin closed, group signalled, child reaped
+//	fmt.Println(*p.ExitStatus(), p.StderrTail())
 //
 // What each platform gets:
 //
@@ -24,6 +34,6 @@
 //     it. A cancelled [KillGroupOnCancel] command kills the command's
 //     process only.
 //
-// The package is internal: the manager's stdio transport and the loader's
-// command runner are its users.
+// The package is internal: the manager's stdio transport, the loader's
+// command runner and the test peers are its users.
 package proc
