@@ -81,6 +81,16 @@ type StreamInfo struct {
 	Updated  time.Time // time of its last event
 }
 
+// TypeReader is an optional capability: a store that reads the events of
+// one type without scanning the others (an index on type), so a projection
+// that folds one event type catches up in time proportional to those
+// events, not to the history. Callers find it by type assertion.
+type TypeReader interface {
+	// ReadType yields every event of type typ with Seq >= fromSeq and
+	// Seq <= toSeq, in sequence order.
+	ReadType(ctx context.Context, typ string, fromSeq, toSeq uint64) iter.Seq2[events.Envelope, error]
+}
+
 // Snapshotter is an optional capability: a store that can keep named
 // projection checkpoints next to the events. Callers find it by type
 // assertion. A checkpoint records the sequence it is current up to, so a

@@ -14,6 +14,7 @@ import (
 var (
 	_ store.Store       = (*Store)(nil)
 	_ store.Snapshotter = (*Store)(nil)
+	_ store.TypeReader  = (*Store)(nil)
 )
 
 // Store is an in-memory [store.Store] and [store.Snapshotter]. Nothing
@@ -157,6 +158,24 @@ func (s *Store) ReadAll(ctx context.Context, fromSeq uint64) iter.Seq2[events.En
 				return
 			}
 			if !yield(log[i].Clone(), nil) {
+				return
+			}
+		}
+	}
+}
+
+// ReadType implements [store.TypeReader].
+func (s *Store) ReadType(ctx context.Context, typ string, fromSeq, toSeq uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		for env, err := range s.ReadAll(ctx, fromSeq) {
+			if err != nil {
+				yield(events.Envelope{}, err)
+				return
+			}
+			if env.Seq > toSeq {
+				return
+			}
+			if env.Type == typ && !yield(env, nil) {
 				return
 			}
 		}

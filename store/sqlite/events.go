@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ type statements struct {
 	// Readers.
 	readAll      *sql.Stmt
 	readStream   *sql.Stmt
+	readType     *sql.Stmt
 	streams      *sql.Stmt
 	lastSeq      *sql.Stmt
 	loadSnapshot *sql.Stmt
@@ -62,6 +64,7 @@ func (s *statements) prepareReads(ctx context.Context, r preparer) error {
 	return prepare(ctx, r, map[**sql.Stmt]string{
 		&s.readAll:      `SELECT ` + eventColumns + ` FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
 		&s.readStream:   `SELECT ` + eventColumns + ` FROM events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`,
+		&s.readType:     `SELECT ` + eventColumns + ` FROM events WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?`,
 		&s.streams:      `SELECT stream, version, first_seq, last_seq, created, updated FROM streams WHERE first_seq > ? ORDER BY first_seq LIMIT ?`,
 		&s.lastSeq:      `SELECT COALESCE(MAX(seq), 0) FROM events`,
 		&s.loadSnapshot: `SELECT seq, data FROM snapshots WHERE name = ?`,
@@ -87,7 +90,7 @@ func prepare(ctx context.Context, db preparer, qs map[**sql.Stmt]string) error {
 func (s *statements) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{s.positions, s.insertEvent, s.insertSmall, s.insertLarge, s.upsertStream, s.saveSnapshot,
-		s.readAll, s.readStream, s.streams, s.lastSeq, s.loadSnapshot} {
+		s.readAll, s.readStream, s.readType, s.streams, s.lastSeq, s.loadSnapshot} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -258,6 +261,30 @@ func (db *DB) ReadAll(ctx context.Context, fromSeq uint64) iter.Seq2[events.Enve
 	}
 }
 
+// ReadType implements [store.TypeReader] through the index on (type, seq).
+func (db *DB) ReadType(ctx context.Context, typ string, fromSeq, toSeq uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		op := fmt.Sprintf("read type %q", typ)
+		next := max(fromSeq, 1)
+		for next <= toSeq {
+			page, err := db.eventPage(ctx, op, db.stmts.readType, next, typ)
+			if err != nil {
+				yield(events.Envelope{}, err)
+				return
+			}
+			if i := slices.IndexFunc(page, func(e events.Envelope) bool { return e.Seq > toSeq }); i >= 0 {
+				page = page[:i]
+				yieldPage(ctx, op, page, yield)
+				return
+			}
+			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
+				return
+			}
+			next = page[len(page)-1].Seq + 1
+		}
+	}
+}
+
 // yieldPage yields the events of page, stopping with the context's error
 // when it is done. It reports whether to go on.
 func yieldPage(ctx context.Context, op string, page []events.Envelope, yield func(events.Envelope, error) bool) bool {
@@ -273,9 +300,9 @@ func yieldPage(ctx context.Context, op string, page []events.Envelope, yield fun
 	return true
 }
 
-// eventPage runs st (readAll or readStream) for the page starting at from
-// and returns its rows. It holds a reader connection only while it runs.
-func (db *DB) eventPage(ctx context.Context, op string, st *sql.Stmt, from uint64, stream string) ([]events.Envelope, error) {
+// eventPage runs st (readAll, or readStream or readType with key) for the
+// page starting at from and returns its rows. It holds a reader connection only while it runs.
+func (db *DB) eventPage(ctx context.Context, op string, st *sql.Stmt, from uint64, key string) ([]events.Envelope, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
@@ -288,8 +315,8 @@ func (db *DB) eventPage(ctx context.Context, op string, st *sql.Stmt, from uint6
 	}
 	var rows *sql.Rows
 	var err error
-	if st == db.stmts.readStream {
-		rows, err = st.QueryContext(ctx, stream, int64(from), pageSize)
+	if st == db.stmts.readStream || st == db.stmts.readType {
+		rows, err = st.QueryContext(ctx, key, int64(from), pageSize)
 	} else {
 		rows, err = st.QueryContext(ctx, int64(from), pageSize)
 	}

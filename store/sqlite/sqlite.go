@@ -24,6 +24,7 @@ import (
 
 var (
 	_ store.Store       = (*DB)(nil)
+	_ store.TypeReader  = (*DB)(nil)
 	_ store.Snapshotter = (*DB)(nil)
 )
 

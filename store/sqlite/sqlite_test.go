@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,6 +147,43 @@ func fileHash(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(b)
 }
 
+// A database of schema version 1 (before the index by type) is migrated
+// on open, its events intact.
+func TestOpenMigratesVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	db := mustOpen(t, path, nil)
+	appendN(t, db, "a", 3)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawOpen(t, path)
+	for _, q := range []string{"DROP INDEX events_type", "PRAGMA user_version = 1"} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	db = mustOpen(t, path, nil)
+	var got []uint64
+	for env, err := range db.ReadType(t.Context(), "Test", 0, math.MaxUint64) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, env.Seq)
+	}
+	raw = rawOpen(t, path)
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_type'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("index events_type: count %d, %v", n, err)
+	}
+	if v := pragma(t, raw, "user_version"); v != "2" {
+		t.Errorf("user_version = %s, want 2", v)
+	}
+	if len(got) != 3 {
+		t.Errorf("ReadType after the migration: seqs %v, want 3 events", got)
+	}
+}
+
 func TestOpenSetsWALAndMigrates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.db")
 	db := mustOpen(t, path, nil)
@@ -155,8 +193,8 @@ func TestOpenSetsWALAndMigrates(t *testing.T) {
 	if mode := pragma(t, raw, "journal_mode"); mode != "wal" {
 		t.Errorf("journal_mode = %q, want wal", mode)
 	}
-	if v := pragma(t, raw, "user_version"); v != "1" {
-		t.Errorf("user_version = %s, want 1", v)
+	if v := pragma(t, raw, "user_version"); v != "2" {
+		t.Errorf("user_version = %s, want 2", v)
 	}
 	for _, table := range []string{"events", "streams", "snapshots"} {
 		var n int

@@ -82,6 +82,14 @@ func Run(t *testing.T, f Features, newStore func(t *testing.T) store.Store) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
+	t.Run("ReadType", func(t *testing.T) {
+		s := open(t)
+		tr, ok := s.(store.TypeReader)
+		if !ok {
+			t.Skip("backend does not read by type (it is not a store.TypeReader)")
+		}
+		testReadType(t, s, tr)
+	})
 	t.Run("Snapshots", func(t *testing.T) {
 		if !f.Snapshots {
 			t.Skip("backend does not offer snapshots (Features.Snapshots is false)")
@@ -631,6 +639,42 @@ func anySeq[T any](seq func(yield func(T, error) bool)) func(yield func(any, err
 				return
 			}
 		}
+	}
+}
+
+// testReadType interleaves two types over more than one page of a paged
+// backend and reads each by type between bounds.
+func testReadType(t *testing.T, s store.Store, tr store.TypeReader) {
+	const n = 1500
+	for i := range n {
+		typ := "B"
+		if i%3 == 0 {
+			typ = "A"
+		}
+		mustAppend(t, s, "s", int64(i), envs(typ, i, 1))
+	}
+	wantA := func(from, to uint64) []uint64 {
+		var out []uint64
+		for seq := max(from, 1); seq <= min(to, n); seq++ {
+			if (seq-1)%3 == 0 {
+				out = append(out, seq)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct{ from, to uint64 }{
+		{0, math.MaxUint64}, {1, n}, {2, n}, {700, 1300}, {1000, 1000}, {1, 1}, {n + 1, math.MaxUint64}, {5, 4},
+	} {
+		got := collect(t, "ReadType", tr.ReadType(testCtx(t), "A", c.from, c.to))
+		for _, e := range got {
+			if e.Type != "A" {
+				t.Fatalf("ReadType(A, %d, %d) yielded a %s", c.from, c.to, e.Type)
+			}
+		}
+		equalInts(t, fmt.Sprintf("ReadType(A, %d, %d)", c.from, c.to), wantA(c.from, c.to), seqs(got))
+	}
+	if got := collect(t, "ReadType", tr.ReadType(testCtx(t), "missing", 0, math.MaxUint64)); len(got) != 0 {
+		t.Errorf("ReadType(missing) yielded %d events", len(got))
 	}
 }
 
