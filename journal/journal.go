@@ -74,6 +74,16 @@ type Projection interface {
 	LastSeq() uint64
 }
 
+// TypeFilter is a [Projection] that folds envelopes of one type only and
+// ignores every other. [Journal.Attach] then catches it up by reading that
+// type alone when the store can ([store.TypeReader]); once attached it is
+// given every envelope like any projection.
+type TypeFilter interface {
+	Projection
+	// EventType is the type string of the envelopes the projection uses.
+	EventType() string
+}
+
 // Checkpointer is a [Projection] that can be saved to and restored from a
 // store checkpoint (see [store.Snapshotter]). The journal saves it at its
 // LastSeq, and only while that is no higher than the last envelope the
@@ -419,15 +429,43 @@ func (j *Journal) Attach(ctx context.Context, p Projection) error {
 		}
 	}
 	a.next = p.LastSeq() + 1
-	for env, err := range j.st.ReadAll(ctx, a.next) {
-		if err != nil {
-			return fmt.Errorf("journal: catch up %T: %w", p, err)
-		}
-		p.Apply(env)
-		a.next = env.Seq + 1
+	if err := j.catchUpOne(ctx, a); err != nil {
+		return fmt.Errorf("journal: catch up %T: %w", p, err)
 	}
 	j.maybeCheckpoint(ctx, a, false)
 	j.projections = append(j.projections, a)
+	return nil
+}
+
+// catchUpOne applies to a newly attached projection every stored envelope
+// from a.next on. A projection that folds one event type ([TypeFilter]) on
+// a store that reads by type ([store.TypeReader]) is given only the
+// envelopes of that type up to the store's last sequence, so its catch-up
+// does not grow with the rest of the history. Requires j.mu.
+func (j *Journal) catchUpOne(ctx context.Context, a *attached) error {
+	tf, ok := a.p.(TypeFilter)
+	tr, ok2 := j.st.(store.TypeReader)
+	if !ok || !ok2 {
+		for env, err := range j.st.ReadAll(ctx, a.next) {
+			if err != nil {
+				return err
+			}
+			a.p.Apply(env)
+			a.next = env.Seq + 1
+		}
+		return nil
+	}
+	last, err := j.st.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	for env, err := range tr.ReadType(ctx, tf.EventType(), a.next, last) {
+		if err != nil {
+			return err
+		}
+		a.p.Apply(env)
+	}
+	a.next = max(a.next, last+1)
 	return nil
 }
 

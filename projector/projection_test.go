@@ -10,5 +10,6 @@ import (
 var (
 	_ journal.Projection   = (*projector.ToolView)(nil)
 	_ journal.Checkpointer = (*projector.ToolCache)(nil)
+	_ journal.TypeFilter   = (*projector.ToolCache)(nil)
 	_ journal.Projection   = (*projector.SessionIndex)(nil)
 )

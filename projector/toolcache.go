@@ -83,6 +83,10 @@ func (c *ToolCache) Counts() Counts {
 	return c.counts
 }
 
+// EventType reports the one envelope type the cache folds (ToolsListed),
+// so a journal can catch it up without reading the rest of the history.
+func (c *ToolCache) EventType() string { return events.TypeToolsListed }
+
 // Apply folds env into the cache. Only ToolsListed events of any session
 // are used; others are counted as ignored without being decoded.
 // Envelopes may arrive in any order.

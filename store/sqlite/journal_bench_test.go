@@ -9,6 +9,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/projector"
+	"github.com/mcplife/mcplife/store"
 )
 
 // benchJournal returns a journal on db with the tool cache attached and,
@@ -147,3 +148,66 @@ func benchStartup(b *testing.B, total int) {
 		j2.Close()
 	}
 }
+
+// BenchmarkStartupStaleCheckpoint is a new session's cache setup when
+// 200,000 events were written after the tool cache's checkpoint by a
+// writer without the cache: "by-type" is the journal's catch-up through
+// the index on type, "full-scan" the same cache hidden behind a wrapper
+// that does not say which type it folds (the catch-up before the index).
+func BenchmarkStartupStaleCheckpoint(b *testing.B) {
+	db := benchOpen(b)
+	ctx := context.Background()
+	j, err := journal.New(db, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := j.Attach(ctx, projector.NewToolCache()); err != nil {
+		b.Fatal(err)
+	}
+	for s := range 20 {
+		ev := &events.ToolsListed{Server: "server" + strconv.Itoa(s), ConfigHash: "h", Tools: []events.ToolDef{{Name: "echo"}}, Count: 1}
+		if _, err := j.Append(ctx, "history", ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	j.Close() // the checkpoint is current here
+	batch := make([]events.Envelope, 1000)
+	for i := range batch {
+		batch[i] = events.MustNew("other", &events.ToolCallFinished{Server: "server1", Tool: "echo"}, time.Unix(1, 0))
+	}
+	for range 200 {
+		if _, err := db.Append(ctx, "other", store.AnyVersion, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := time.Now()
+	for _, mode := range []string{"full-scan", "by-type"} {
+		b.Run(mode, func(b *testing.B) {
+			for b.Loop() {
+				j2, err := journal.New(db, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := projector.NewToolCache()
+				var p journal.Projection = c
+				if mode == "full-scan" {
+					p = untyped{c}
+				}
+				if err := j2.Attach(ctx, p); err != nil {
+					b.Fatal(err)
+				}
+				if _, _, ok := c.Lookup("server7", "h", now); !ok {
+					b.Fatal("cache miss")
+				}
+				j2.Close()
+			}
+		})
+	}
+}
+
+// untyped hides the tool cache's EventType (and checkpoint) from the
+// journal.
+type untyped struct{ c *projector.ToolCache }
+
+func (u untyped) Apply(env events.Envelope) { u.c.Apply(env) }
+func (u untyped) LastSeq() uint64           { return u.c.LastSeq() }
