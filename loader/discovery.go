@@ -28,18 +28,17 @@ type Options struct {
 	// "enabledServers" lists), such as those given with --config. They rank
 	// above every other source, in the order given (the first wins), and
 	// have level "native": they were named explicitly, so they are not
-	// project-level files and EnableProjectConfig does not drop them. A
+	// project-level files and DisableProjectConfig does not drop them. A
 	// relative path is taken relative to Cwd. A missing file is an error,
 	// and so is one that is not a regular file, as for every config file.
 	ExtraConfigs []string
-	// EnableProjectConfig, when false, leaves every project-level file
-	// (one inside Cwd) unopened: nothing such a file configures is
-	// connected or run, and each one that exists is named in
-	// [Discovery.Warnings]. Nil means true.
-	EnableProjectConfig *bool
-	// FilterExa, when true, removes Exa servers and collects their API keys
-	// (see [Discovery.ExaAPIKeys]). Nil means true.
-	FilterExa *bool
+	// DisableProjectConfig leaves every project-level file (one inside
+	// Cwd) unopened: nothing such a file configures is connected or run,
+	// and each one that exists is named in [Discovery.Warnings].
+	DisableProjectConfig bool
+	// KeepExa keeps Exa servers like any other. By default they are
+	// removed and their API keys collected (see [Discovery.ExaAPIKeys]).
+	KeepExa bool
 	// GOOS selects the platform's Claude Desktop path; empty means
 	// runtime.GOOS.
 	GOOS string

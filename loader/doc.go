@@ -35,7 +35,7 @@
 // # Trust boundary
 //
 // Project-level files (inside the working directory) can name commands to
-// run. With Options.EnableProjectConfig false, such files are not opened at
+// run. With Options.DisableProjectConfig, such files are not opened at
 // all (a warning names each one present), so nothing they configure is ever
 // returned for connecting or resolving, and a file planted there cannot
 // make discovery block.

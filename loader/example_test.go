@@ -26,10 +26,10 @@ bearer_token_env_var = "FIGMA_TOKEN"
 }`), 0o644)
 
 	d, err := loader.LoadConfigs(context.Background(), loader.Options{
-		Cwd:                 project,
-		Home:                home,
-		Env:                 map[string]string{"FIGMA_TOKEN": "secret"},
-		EnableProjectConfig: new(false),
+		Cwd:                  project,
+		Home:                 home,
+		Env:                  map[string]string{"FIGMA_TOKEN": "secret"},
+		DisableProjectConfig: true,
 	})
 	if err != nil {
 		panic(err)

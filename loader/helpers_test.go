@@ -83,7 +83,7 @@ func (w *world) src(provider, path, level string) events.SourceMeta {
 	return events.SourceMeta{}
 }
 
-func noProject(o *Options) { o.EnableProjectConfig = new(false) }
+func noProject(o *Options) { o.DisableProjectConfig = true }
 
 func ms(v int64) *int64 { return &v }
 

@@ -22,7 +22,7 @@ import (
 // opts.Home. It reads files only: it never runs a command and never
 // connects.
 //
-// With opts.EnableProjectConfig false, project-level files are not even
+// With opts.DisableProjectConfig, project-level files are not even
 // opened, so such files neither run anything nor hide other entries; each
 // one that exists is named in a warning instead. Every file read must be a
 // regular file (symlinks are followed) of at most 4 MiB (~/.claude.json,
@@ -42,7 +42,7 @@ import (
 //     Windsurf's disabled, Gemini's mcp.excluded, Claude Code's rejected
 //     .mcp.json servers) unless the name is in an enabledServers list
 //     (events.SkipDisabled);
-//  5. Exa servers removed and their keys collected when opts.FilterExa
+//  5. Exa servers removed and their keys collected unless opts.KeepExa
 //     (events.SkipExa).
 //
 // A disabled or Exa-filtered winner still shadows lower entries of the
@@ -100,7 +100,7 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	lc := &loadCtx{ctx: ctx, cwd: cwd, cwds: []string{cwd}, home: home, lookup: lookup, goos: goos,
-		enableProject: opts.EnableProjectConfig == nil || *opts.EnableProjectConfig}
+		enableProject: !opts.DisableProjectConfig}
 	if real, err := filepath.EvalSymlinks(cwd); err == nil && real != cwd {
 		lc.cwds = append(lc.cwds, real)
 	}
@@ -123,7 +123,7 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 
 	d := merge(results, mergeOptions{
 		cwd:       cwd,
-		filterExa: opts.FilterExa == nil || *opts.FilterExa,
+		filterExa: !opts.KeepExa,
 		lookup:    lookup,
 	})
 	for _, e := range d.Errors {

@@ -180,7 +180,7 @@ func TestFilterOrder(t *testing.T) {
 		}
 	})
 	t.Run("exa filter off", func(t *testing.T) {
-		d := w.load(func(o *Options) { o.FilterExa = new(false) })
+		d := w.load(func(o *Options) { o.KeepExa = true })
 		if !strings.Contains(strings.Join(names(d), ","), "exa") || len(d.ExaAPIKeys) != 0 {
 			t.Errorf("servers %v keys %d: want exa kept, no keys", names(d), len(d.ExaAPIKeys))
 		}

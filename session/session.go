@@ -61,7 +61,7 @@ type Options struct {
 	Loader loader.Options
 	// DisableProjectConfig leaves project-level config files (those inside
 	// Cwd, which can name commands to run) unopened, as
-	// Loader.EnableProjectConfig false does.
+	// Loader.DisableProjectConfig does.
 	DisableProjectConfig bool
 	// Servers, when not nil, replace discovery: the session connects
 	// exactly these configs (each with Name set) and reads no config file.
@@ -166,7 +166,7 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		lo.Logger = log
 	}
 	if o.DisableProjectConfig {
-		lo.EnableProjectConfig = new(false)
+		lo.DisableProjectConfig = true
 	}
 	var mo manager.Options
 	if o.Manager != nil {
@@ -201,7 +201,7 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	} else {
 		s.discover = Discoverer(m, lo)
 		started.Options = map[string]string{
-			"enableProjectConfig": strconv.FormatBool(lo.EnableProjectConfig == nil || *lo.EnableProjectConfig),
+			"enableProjectConfig": strconv.FormatBool(!lo.DisableProjectConfig),
 			"extraConfigs":        strconv.Itoa(len(lo.ExtraConfigs)),
 		}
 	}

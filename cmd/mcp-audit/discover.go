@@ -47,13 +47,12 @@ func (d *discoveryFlags) options() (loader.Options, error) {
 			return loader.Options{}, usagef("--config %s: %v", c, errors.Unwrap(err))
 		}
 	}
-	enable := !d.noProjectConfig
 	return loader.Options{
-		Cwd:                 d.cwd,
-		Home:                home,
-		LookupEnv:           os.LookupEnv,
-		ExtraConfigs:        d.configs,
-		EnableProjectConfig: &enable,
+		Cwd:                  d.cwd,
+		Home:                 home,
+		LookupEnv:            os.LookupEnv,
+		ExtraConfigs:         d.configs,
+		DisableProjectConfig: d.noProjectConfig,
 	}, nil
 }
 
