@@ -37,7 +37,9 @@ func TestRunOnceJSONShape(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	cfg := writeConfig(t, map[string][]string{"good": {"only=echo"}, "bad": {"fail-init"}})
 	db := filepath.Join(t.TempDir(), "e.db")
-	code, out, errOut := runCmd(t, "--db", db, "--json", "run", "--once", "--cwd", t.TempDir(), "--config", cfg,
+	// A gate longer than any start on a loaded machine: each server's
+	// outcome is then its own (ready or failed), never "awaited".
+	code, out, errOut := runCmd(t, "--db", db, "--json", "run", "--once", "--gate", "1m", "--cwd", t.TempDir(), "--config", cfg,
 		"--call", "good/echo", "--args", `{"text":"ping"}`)
 	if code != 0 {
 		t.Fatalf("exit %d: %s %s", code, out, errOut)
