@@ -40,39 +40,52 @@ const (
 	TypeReloadCompleted    = "ReloadCompleted"
 )
 
+// SkipReason says why [ServerSkipped] (or [ServerInvalid]) left a server
+// out.
+type SkipReason string
+
 // Skip reasons of [ServerSkipped].
 const (
-	SkipShadowed        = "shadowed"
-	SkipDisabled        = "disabled"
-	SkipProjectDisabled = "project-disabled"
-	SkipExa             = "exa"
-	SkipInvalid         = "invalid"
+	SkipShadowed        SkipReason = "shadowed"
+	SkipDisabled        SkipReason = "disabled"
+	SkipProjectDisabled SkipReason = "project-disabled" // recorded by earlier versions
+	SkipExa             SkipReason = "exa"
+	SkipInvalid         SkipReason = "invalid"
 )
+
+// ListCause says why a [ToolsListed] list was taken.
+type ListCause string
 
 // Causes of [ToolsListed].
 const (
-	CauseInitial     = "initial"
-	CauseLate        = "late"
-	CauseListChanged = "list-changed"
-	CauseRefresh     = "refresh"
-	CauseReconnect   = "reconnect"
+	CauseInitial     ListCause = "initial"
+	CauseLate        ListCause = "late"
+	CauseListChanged ListCause = "list-changed"
+	CauseRefresh     ListCause = "refresh"
+	CauseReconnect   ListCause = "reconnect"
 )
+
+// Outcome is what a startup gate decided for one server.
+type Outcome string
 
 // Gate outcomes of [StartupGateElapsed], per server.
 const (
-	OutcomeReady    = "ready"
-	OutcomeFailed   = "failed"
-	OutcomeDeferred = "deferred"
-	OutcomeAwaited  = "awaited"
+	OutcomeReady    Outcome = "ready"
+	OutcomeFailed   Outcome = "failed"
+	OutcomeDeferred Outcome = "deferred"
+	OutcomeAwaited  Outcome = "awaited"
 )
+
+// DisconnectReason says why a connection ended ([Disconnected]).
+type DisconnectReason string
 
 // Reasons of [Disconnected].
 const (
-	ReasonRequested       = "requested"
-	ReasonReload          = "reload"
-	ReasonTransportClosed = "transport closed"
-	ReasonProcessExited   = "process exited"
-	ReasonError           = "error"
+	ReasonRequested       DisconnectReason = "requested"
+	ReasonReload          DisconnectReason = "reload"
+	ReasonTransportClosed DisconnectReason = "transport closed"
+	ReasonProcessExited   DisconnectReason = "process exited"
+	ReasonError           DisconnectReason = "error"
 )
 
 // SessionStarted is recorded when a runtime session begins.
@@ -108,7 +121,7 @@ type ServerDiscovered struct {
 // connected. Reason is one of the Skip constants.
 type ServerSkipped struct {
 	Server string     `json:"server"`
-	Reason string     `json:"reason"`
+	Reason SkipReason `json:"reason"`
 	Detail string     `json:"detail,omitempty"`
 	Source SourceMeta `json:"source"`
 }
@@ -168,7 +181,7 @@ type ToolsListed struct {
 	ToolsHash  string        `json:"toolsHash"`
 	Count      int           `json:"count"`
 	Duration   time.Duration `json:"duration"`
-	Cause      string        `json:"cause"`
+	Cause      ListCause     `json:"cause"`
 }
 
 // ToolsListFailed is recorded when tools/list failed.
@@ -182,10 +195,10 @@ type ToolsListFailed struct {
 // returned. Outcomes maps each server of the round to one of the Outcome
 // constants.
 type StartupGateElapsed struct {
-	Round    int64             `json:"round"`
-	Gate     time.Duration     `json:"gate"`
-	Elapsed  time.Duration     `json:"elapsed"`
-	Outcomes map[string]string `json:"outcomes"`
+	Round    int64              `json:"round"`
+	Gate     time.Duration      `json:"gate"`
+	Elapsed  time.Duration      `json:"elapsed"`
+	Outcomes map[string]Outcome `json:"outcomes"`
 }
 
 // CachedToolsServed is recorded when deferred tools were built from the
@@ -226,10 +239,10 @@ type ToolCallFinished struct {
 
 // Disconnected is recorded when a connection ended, requested or not.
 type Disconnected struct {
-	Server     string `json:"server"`
-	Reason     string `json:"reason"`
-	ExitStatus *int   `json:"exitStatus,omitempty"`
-	Error      string `json:"error,omitempty"`
+	Server     string           `json:"server"`
+	Reason     DisconnectReason `json:"reason"`
+	ExitStatus *int             `json:"exitStatus,omitempty"`
+	Error      string           `json:"error,omitempty"`
 }
 
 // ReloadRequested is recorded when a reload begins.

@@ -39,7 +39,7 @@ func Describe(ev Event) string {
 	case *StartupGateElapsed:
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(e.Outcomes)) {
-			parts = append(parts, k+"="+e.Outcomes[k])
+			parts = append(parts, k+"="+string(e.Outcomes[k]))
 		}
 		return fmt.Sprintf("round=%d outcomes=[%s]", e.Round, strings.Join(parts, " "))
 	case *CachedToolsServed:

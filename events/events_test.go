@@ -23,7 +23,7 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&ConnectFailed{Server: "s", Error: "e", Duration: time.Second, TimedOut: true},
 		&ToolsListed{Server: "s", ConfigHash: "h", Tools: []ToolDef{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}}, ToolsHash: "x", Count: 1, Cause: CauseInitial},
 		&ToolsListFailed{Server: "s", Error: "e"},
-		&StartupGateElapsed{Round: 1, Gate: 250 * time.Millisecond, Elapsed: 251 * time.Millisecond, Outcomes: map[string]string{"s": OutcomeReady}},
+		&StartupGateElapsed{Round: 1, Gate: 250 * time.Millisecond, Elapsed: 251 * time.Millisecond, Outcomes: map[string]Outcome{"s": OutcomeReady}},
 		&CachedToolsServed{Server: "s", Count: 1, CacheAge: time.Hour},
 		&ToolListChanged{Server: "s"},
 		&ToolCallStarted{Server: "s", Tool: "t", Name: "mcp_s_t"},

@@ -65,7 +65,7 @@ type Skipped struct {
 	// SkipInvalid. (Entries of project-level files are not skipped with
 	// events.SkipProjectDisabled: with project configs disabled those
 	// files are not read.)
-	Reason string
+	Reason events.SkipReason
 	// Detail says why, e.g. which source shadowed the entry, which list
 	// disabled it, or the validation messages (for SkipInvalid, exactly the
 	// messages of [Validate] joined with "; ").
@@ -196,7 +196,7 @@ type ReportServer struct {
 // ReportSkipped is one skipped entry of a [Report].
 type ReportSkipped struct {
 	Name   string            `json:"name"`
-	Reason string            `json:"reason"`
+	Reason events.SkipReason `json:"reason"`
 	Detail string            `json:"detail,omitempty"`
 	Source events.SourceMeta `json:"source"`
 }

@@ -95,7 +95,7 @@ type skipView struct {
 func skips(d *Discovery) []skipView {
 	var out []skipView
 	for _, s := range d.Skipped {
-		out = append(out, skipView{s.Name, s.Reason, s.Detail})
+		out = append(out, skipView{s.Name, string(s.Reason), s.Detail})
 	}
 	return out
 }

@@ -167,7 +167,7 @@ func merge(results [][]fileResult, mo mergeOptions) *Discovery {
 		}
 	}
 	winners := map[string]events.SourceMeta{}
-	skip := func(e *entry, reason, detail string) {
+	skip := func(e *entry, reason events.SkipReason, detail string) {
 		s := &Skipped{Name: e.name, Reason: reason, Detail: detail, Source: e.src, Position: e.where, Config: e.cfg}
 		d.Skipped = append(d.Skipped, *s)
 		d.outcomes = append(d.outcomes, outcome{skipped: s})

@@ -414,7 +414,7 @@ func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]eve
 }
 
 // listed builds the ToolsListed event of a finished list.
-func (m *Manager) listed(s *server, defs []events.ToolDef, d time.Duration, cause string) *events.ToolsListed {
+func (m *Manager) listed(s *server, defs []events.ToolDef, d time.Duration, cause events.ListCause) *events.ToolsListed {
 	if defs == nil {
 		defs = []events.ToolDef{}
 	}

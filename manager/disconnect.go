@@ -31,7 +31,7 @@ func (m *Manager) DisconnectAll(ctx context.Context) error {
 	return m.disconnectAll(ctx, events.ReasonRequested, "")
 }
 
-func (m *Manager) disconnectAll(ctx context.Context, reason, correlation string) error {
+func (m *Manager) disconnectAll(ctx context.Context, reason events.DisconnectReason, correlation string) error {
 	m.mu.Lock()
 	clear(m.sources)
 	names := make([]string, 0, len(m.servers))
@@ -45,7 +45,7 @@ func (m *Manager) disconnectAll(ctx context.Context, reason, correlation string)
 // disconnect tears the named servers down concurrently and records their
 // Disconnected events together, in name order. Servers already being torn
 // down are waited for.
-func (m *Manager) disconnect(ctx context.Context, names []string, reason, correlation string) error {
+func (m *Manager) disconnect(ctx context.Context, names []string, reason events.DisconnectReason, correlation string) error {
 	slices.Sort(names)
 	m.mu.Lock()
 	var mine []*server
@@ -94,7 +94,7 @@ func (m *Manager) disconnect(ctx context.Context, names []string, reason, correl
 // teardown shuts servers down concurrently, then records one Disconnected
 // per server (in the given order) and removes their records. Every server
 // must have been marked closing by the caller.
-func (m *Manager) teardown(servers []*server, reason, correlation string) error {
+func (m *Manager) teardown(servers []*server, reason events.DisconnectReason, correlation string) error {
 	discs := make([]*events.Disconnected, len(servers))
 	errs := make([]error, len(servers))
 	done := make(chan int, len(servers))

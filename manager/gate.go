@@ -17,7 +17,7 @@ type GateOutcome struct {
 	Elapsed time.Duration
 	// Outcomes maps each server the round connected to one of the
 	// events.Outcome constants: ready, failed, deferred or awaited.
-	Outcomes map[string]string
+	Outcomes map[string]events.Outcome
 }
 
 // round is one ConnectServers call that started connections, with its
@@ -35,8 +35,8 @@ type round struct {
 	servers map[string]*server
 
 	emitMu  sync.RWMutex
-	snap    bool              // (emitMu) the gate took its snapshot
-	outcome map[string]string // (emitMu) gate outcome per unsettled server
+	snap    bool                      // (emitMu) the gate took its snapshot
+	outcome map[string]events.Outcome // (emitMu) gate outcome per unsettled server
 
 	mu      sync.Mutex
 	results map[string]error // (mu) settled servers; nil error = ready
@@ -129,7 +129,7 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 		break
 	}
 
-	outcomes := make(map[string]string, len(names))
+	outcomes := make(map[string]events.Outcome, len(names))
 	awaited := map[string]bool{}
 	var served []events.Event
 	var deferred []*server

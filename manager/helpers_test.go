@@ -121,9 +121,9 @@ func (e *env) serverTypes(session, server string) []string {
 		name := ev.Type()
 		switch ev := ev.(type) {
 		case *events.ToolsListed:
-			name += "/" + ev.Cause
+			name += "/" + string(ev.Cause)
 		case *events.Disconnected:
-			name += "/" + ev.Reason
+			name += "/" + string(ev.Reason)
 		}
 		out = append(out, name)
 	}

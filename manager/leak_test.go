@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/projector"
 )
 
 // After a full lifecycle — connects, a failure, a drop, calls, a
@@ -49,7 +50,7 @@ func TestNoGoroutineLeakAfterDisconnectAll(t *testing.T) {
 }
 
 // waitStatus waits through Watch until the server has status.
-func waitStatus(ctx context.Context, m *Manager, server, status string) error {
+func waitStatus(ctx context.Context, m *Manager, server string, status projector.Status) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	updates, err := m.Watch(wctx)

@@ -101,7 +101,7 @@ func TestFailingServersAreIsolated(t *testing.T) {
 	if !errors.As(res.Errors["badinit"], &se) || se.Server != "badinit" || se.Op != OpConnect {
 		t.Fatalf("ServerError %+v", se)
 	}
-	for name, want := range map[string]string{"ok": "ready", "badinit": "failed", "exits": "failed", "hang": "failed", "badlist": "failed"} {
+	for name, want := range map[string]events.Outcome{"ok": "ready", "badinit": "failed", "exits": "failed", "hang": "failed", "badlist": "failed"} {
 		if got := res.Gate.Outcomes[name]; got != want {
 			t.Errorf("outcome %s = %s, want %s", name, got, want)
 		}
@@ -114,7 +114,7 @@ func TestFailingServersAreIsolated(t *testing.T) {
 			t.Error("hang: TimedOut not set")
 		}
 	}
-	for name, want := range map[string]string{"ok": "connected", "badinit": "disconnected", "hang": "disconnected", "badlist": "connected"} {
+	for name, want := range map[string]projector.Status{"ok": "connected", "badinit": "disconnected", "hang": "disconnected", "badlist": "connected"} {
 		if got := e.m.Status(name); got != want {
 			t.Errorf("status %s = %s, want %s", name, got, want)
 		}
@@ -130,7 +130,7 @@ func TestFailingServersAreIsolated(t *testing.T) {
 }
 
 func TestGateAwaitsPendingServerWithoutCache(t *testing.T) {
-	snap := make(chan map[string]string, 1)
+	snap := make(chan map[string]events.Outcome, 1)
 	e := newEnv(t, &Options{Gate: 1, OnGate: func(g GateOutcome) { snap <- g.Outcomes }})
 	ctx := testCtx(t)
 	g := fixturetest.NewGate(t)

@@ -372,7 +372,7 @@ func describeEvents(evs []events.Event) (types, servers string) {
 // Status returns the status of the named server, one of
 // projector.StatusConnected, StatusConnecting or StatusDisconnected, as the
 // session's view records it.
-func (m *Manager) Status(name string) string {
+func (m *Manager) Status(name string) projector.Status {
 	m.viewMu.Lock()
 	defer m.viewMu.Unlock()
 	return m.view.Status(name)

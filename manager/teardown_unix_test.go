@@ -95,7 +95,7 @@ func TestTeardownLeavesNoProcess(t *testing.T) {
 	}
 	var reasons []string
 	for _, d := range ofType[*events.Disconnected](e, "s1") {
-		reasons = append(reasons, d.Server+"/"+d.Reason)
+		reasons = append(reasons, d.Server+"/"+string(d.Reason))
 	}
 	equal(t, "disconnected", reasons, []string{"plain/requested", "stubborn/requested", "wrapped/requested"})
 }

@@ -95,7 +95,7 @@ func realisticSession(session string, servers, toolsPerServer, total int) []even
 	for i := range servers {
 		r.add(&events.ConnectStarted{Server: name(i), Transport: events.TransportStdio, Attempt: 1, Round: 1})
 	}
-	outcomes := map[string]string{}
+	outcomes := map[string]events.Outcome{}
 	for i := range servers {
 		r.after(3 * time.Millisecond)
 		switch {

@@ -11,17 +11,20 @@ import (
 	"github.com/mcplife/mcplife/events"
 )
 
+// Status is a server's connection status in the view.
+type Status string
+
 // Server statuses.
 const (
-	StatusConnected    = "connected"    // initialize finished and the connection is up
-	StatusConnecting   = "connecting"   // a connect (and its first tool load) is in flight
-	StatusDisconnected = "disconnected" // anything else, including unknown servers
+	StatusConnected    Status = "connected"    // initialize finished and the connection is up
+	StatusConnecting   Status = "connecting"   // a connect (and its first tool load) is in flight
+	StatusDisconnected Status = "disconnected" // anything else, including unknown servers
 )
 
 // ServerState is one server as a session sees it.
 type ServerState struct {
 	Name       string
-	Status     string // StatusConnected, StatusConnecting or StatusDisconnected
+	Status     Status // StatusConnected, StatusConnecting or StatusDisconnected
 	Transport  string
 	Source     events.SourceMeta
 	ConfigHash string
@@ -47,7 +50,7 @@ type ServerState struct {
 	Attempt         int
 	// DisconnectReason is the reason of the latest Disconnected (one of the
 	// events.Reason constants), cleared by a new connect attempt.
-	DisconnectReason string
+	DisconnectReason events.DisconnectReason
 	// Timing of the latest connect attempt: when it started, when
 	// initialize finished, and when its first tools/list finished.
 	ConnectStartedAt time.Time
@@ -310,7 +313,7 @@ func (v *ToolView) server(name string) *serverEntry {
 	return s
 }
 
-func (v *ToolView) setStatus(s *serverEntry, status string) {
+func (v *ToolView) setStatus(s *serverEntry, status Status) {
 	if s.state.Status != status {
 		s.state.Status = status
 		v.changed = true
@@ -412,7 +415,7 @@ func (v *ToolView) Server(name string) (ServerState, bool) {
 
 // Status returns the status of the named server; an unknown server is
 // disconnected.
-func (v *ToolView) Status(name string) string {
+func (v *ToolView) Status(name string) Status {
 	if s, ok := v.servers[name]; ok {
 		return s.state.Status
 	}

@@ -144,7 +144,7 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 }
 
 // waitStatus waits until the named server has status, up to limit.
-func waitStatus(ctx context.Context, s *session.Session, server, status string, limit time.Duration) {
+func waitStatus(ctx context.Context, s *session.Session, server string, status projector.Status, limit time.Duration) {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	for s.Manager().Status(server) != status {

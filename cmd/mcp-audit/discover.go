@@ -114,7 +114,7 @@ func printDiscovery(g *globals, rep loader.Report, warnings []string) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  NAME\tREASON\tSOURCE\tDETAIL")
 		for _, s := range rep.Skipped {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", escapeLine(s.Name), g.paint(colorYellow, escapeLine(s.Reason)),
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", escapeLine(s.Name), g.paint(colorYellow, escapeLine(string(s.Reason))),
 				escapeLine(s.Source.ProviderName+" "+s.Source.Path), escapeLine(firstLine(s.Detail)))
 		}
 		tw.Flush()

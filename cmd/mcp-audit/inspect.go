@@ -23,7 +23,7 @@ type inspectJSON struct {
 
 type inspectServerJSON struct {
 	Name      string            `json:"name"`
-	Status    string            `json:"status"`
+	Status    projector.Status  `json:"status"`
 	Transport string            `json:"transport"`
 	Source    events.SourceMeta `json:"source"`
 	Tools     int               `json:"tools"`
@@ -90,7 +90,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 		if s.Deferred {
 			tools += " (cached)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(s.Name), g.statusColor(s.Status), escapeLine(s.Transport),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(s.Name), g.statusColor(string(s.Status)), escapeLine(s.Transport),
 			escapeLine(sourceLabel(s.Source)), tools, escapeLine(firstLine(s.Error)))
 	}
 	tw.Flush()

@@ -80,7 +80,7 @@ var goodHistory = []any{
 	5 * time.Millisecond,
 	&events.ToolsListed{Server: "fast", Cause: "initial", Count: 1, Tools: []events.ToolDef{{Name: "echo"}}},
 	225 * time.Millisecond,
-	&events.StartupGateElapsed{Round: 1, Gate: 250 * time.Millisecond, Elapsed: 250 * time.Millisecond, Outcomes: map[string]string{"fast": "ready", "slow": "deferred"}},
+	&events.StartupGateElapsed{Round: 1, Gate: 250 * time.Millisecond, Elapsed: 250 * time.Millisecond, Outcomes: map[string]events.Outcome{"fast": "ready", "slow": "deferred"}},
 	&events.CachedToolsServed{Server: "slow", Count: 1, Tools: []events.ToolDef{{Name: "wait"}}},
 	"call-1",
 	&events.ToolCallStarted{Server: "fast", Tool: "echo", Name: "mcp_fast_echo"},

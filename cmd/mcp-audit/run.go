@@ -30,13 +30,13 @@ type runJSON struct {
 }
 
 type runGateJSON struct {
-	ElapsedMs float64           `json:"elapsedMs"`
-	Outcomes  map[string]string `json:"outcomes"`
+	ElapsedMs float64                   `json:"elapsedMs"`
+	Outcomes  map[string]events.Outcome `json:"outcomes"`
 }
 
 type runServerJSON struct {
 	Name      string            `json:"name"`
-	Status    string            `json:"status"`
+	Status    projector.Status  `json:"status"`
 	Transport string            `json:"transport"`
 	Source    events.SourceMeta `json:"source"`
 	Tools     int               `json:"tools"`
@@ -149,7 +149,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 
 	settle(ctx, s, o.settle)
-	out := runJSON{Session: s.ID(), Gate: runGateJSON{Outcomes: map[string]string{}}, Servers: []runServerJSON{}, Tools: []toolJSON{}, Errors: []session.LoadError{}}
+	out := runJSON{Session: s.ID(), Gate: runGateJSON{Outcomes: map[string]events.Outcome{}}, Servers: []runServerJSON{}, Tools: []toolJSON{}, Errors: []session.LoadError{}}
 	if res.Connect != nil {
 		out.Gate.ElapsedMs = ms(res.Connect.Gate.Elapsed)
 		if res.Connect.Gate.Outcomes != nil {
@@ -242,7 +242,7 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 				if g.json {
 					g.writeJSONLine(map[string]any{"offsetMs": ms(time.Since(start)), "server": st.Name, "status": st.Status, "tools": len(st.Tools), "error": st.Error})
 				} else {
-					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), escapeLine(st.Name), g.statusColor(st.Status), detail)
+					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), escapeLine(st.Name), g.statusColor(string(st.Status)), detail)
 				}
 			}
 			last[st.Name] = line
@@ -314,7 +314,7 @@ func printGate(g *globals, res *session.LoadResult) {
 	}
 	var parts []string
 	for _, name := range sortedKeys(gate.Outcomes) {
-		parts = append(parts, escapeLine(name)+"="+g.statusColor(gate.Outcomes[name]))
+		parts = append(parts, escapeLine(name)+"="+g.statusColor(string(gate.Outcomes[name])))
 	}
 	fmt.Fprintf(g.stdout, "startup gate %s returned after %s: %s\n", gate.Gate, fmtDur(gate.Elapsed), strings.Join(parts, " "))
 	for _, e := range res.Errors {
@@ -343,7 +343,7 @@ func printServers(g *globals, view *projector.ToolView) int {
 			source = "-"
 		}
 		errText := clip(escapeLine(firstLine(st.Error)), 70)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(st.Status), escapeLine(st.Transport), source, tools, ready, errText)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(string(st.Status)), escapeLine(st.Transport), source, tools, ready, errText)
 	}
 	tw.Flush()
 	return 2 + len(servers)

@@ -132,7 +132,7 @@ func buildTimeline(session string, envs func(yield func(events.Envelope, error) 
 					}
 				}
 				if !requested {
-					r.marks = append(r.marks, mark{kind: "dropped", at: at, text: e.Reason})
+					r.marks = append(r.marks, mark{kind: "dropped", at: at, text: string(e.Reason)})
 				}
 			}
 		case *events.StartupGateElapsed:

@@ -54,7 +54,7 @@ func (r *runner) checkReplay(when string) {
 	var (
 		live        *projector.ToolView
 		fromManager []exposed
-		statuses    map[string]string
+		statuses    map[string]projector.Status
 	)
 	for attempt := 0; ; attempt++ {
 		live = r.m.View()
@@ -62,7 +62,7 @@ func (r *runner) checkReplay(when string) {
 		for _, t := range r.m.Tools() {
 			fromManager = append(fromManager, exposed{t.Name, t.Server, t.Original, t.Deferred})
 		}
-		statuses = map[string]string{}
+		statuses = map[string]projector.Status{}
 		for _, s := range live.Servers() {
 			statuses[s.Name] = r.m.Status(s.Name)
 		}
@@ -111,7 +111,7 @@ func (r *runner) viewLines() []string {
 		}
 		line := fmt.Sprintf("server %s status=%s attempt=%d deferred=%t tools=[%s]", s.Name, s.Status, s.Attempt, s.Deferred, strings.Join(names, " "))
 		if s.DisconnectReason != "" {
-			line += " disconnect=" + s.DisconnectReason
+			line += " disconnect=" + string(s.DisconnectReason)
 		}
 		if s.Error != "" {
 			line += fmt.Sprintf(" error=%q", s.Error)
@@ -149,7 +149,7 @@ func (r *runner) formatConnect(res *manager.ConnectResult, err error) []string {
 	if res.Gate.Round != 0 {
 		var parts []string
 		for _, name := range slices.Sorted(maps.Keys(res.Gate.Outcomes)) {
-			parts = append(parts, name+"="+res.Gate.Outcomes[name])
+			parts = append(parts, name+"="+string(res.Gate.Outcomes[name]))
 		}
 		out = append(out, fmt.Sprintf("gate round=%d outcomes=[%s]", res.Gate.Round, strings.Join(parts, " ")))
 	}

@@ -497,7 +497,7 @@ func (r *runner) act(s step) ([]string, error) {
 	case "status":
 		var parts []string
 		for _, name := range s.Args {
-			parts = append(parts, name+"="+r.m.Status(name))
+			parts = append(parts, name+"="+string(r.m.Status(name)))
 		}
 		return []string{strings.Join(parts, " ")}, nil
 	case "watch-status":
@@ -607,7 +607,7 @@ func (r *runner) watchStatus(ctx context.Context, server, status string) error {
 	if err != nil {
 		return err
 	}
-	for r.m.Status(server) != status {
+	for string(r.m.Status(server)) != status {
 		select {
 		case _, ok := <-updates:
 			if !ok {
