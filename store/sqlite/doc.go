@@ -3,8 +3,19 @@
 // needs cgo. Code that does not open a database file depends on
 // [github.com/mcplife/mcplife/store] only.
 //
-// The file is in WAL mode with synchronous=FULL (see [DB] for the
-// durability guarantee). Its schema is embedded as numbered .sql files,
+// The file is in WAL mode. Concurrent appends share transactions and
+// their flush of the log (group commit, see [DB]). [Options.Durability]
+// chooses what an acknowledged append survives: [Normal] (synchronous=NORMAL,
+// the default) survives the process being killed, SIGKILL included, and may
+// lose the last commits on a power loss or operating-system crash; [Full]
+// (synchronous=FULL) flushes the log at every commit and survives those too.
+// Normal is the default because the store is the audit log of agent
+// sessions: the failure it must survive is the agent's own process dying
+// mid-session, which Normal covers, while a power loss ends the session
+// being recorded anyway and costs at most its last moments, never the
+// file's consistency; in exchange no append waits for a disk flush on the
+// manager's path. Choose Full when every acknowledged event must outlive
+// the machine. Its schema is embedded as numbered .sql files,
 // applied in transactions and recorded in PRAGMA user_version; a file
 // written by a newer version is refused with [store.ErrNewerSchema] and left
 // untouched. Tables: events (one row per envelope, seq as rowid, time as

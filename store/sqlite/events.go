@@ -98,7 +98,8 @@ func (s *statements) close() error {
 	return errors.Join(errs...)
 }
 
-// Append implements [store.Store.Append] in one write transaction. It
+// Append implements [store.Store.Append]. Its events are written in one
+// transaction, which appends queued at the same time share (see [DB]). It
 // returns an error for an empty stream name, an expected version below
 // [store.AnyVersion] or an event whose Time is zero or outside the years
 // 1678–2262, and [store.ErrReadOnly] on a read-only store; in each case it
@@ -114,50 +115,9 @@ func (db *DB) Append(ctx context.Context, stream string, expected int64, envs []
 		return nil, fmt.Errorf("sqlite: append %q: %w", stream, err)
 	}
 	defer db.release()
-	out, err := db.append(ctx, stream, expected, envs)
+	out, err := db.appendGroup(ctx, stream, expected, envs)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: append %q: %w", stream, err)
-	}
-	return out, nil
-}
-
-func (db *DB) append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
-	var out []events.Envelope
-	err := db.writeTx(ctx, func(bg context.Context) error {
-		var (
-			cur  sql.NullInt64
-			last int64
-		)
-		if err := db.stmts.positions.QueryRowContext(bg, stream).Scan(&cur, &last); err != nil {
-			return mapErr(err)
-		}
-		if expected != store.AnyVersion && expected != cur.Int64 {
-			return fmt.Errorf("expected version %d, stream is at %d: %w", expected, cur.Int64, store.ErrVersionConflict)
-		}
-		if len(envs) == 0 {
-			return nil
-		}
-		out = make([]events.Envelope, len(envs))
-		for i, e := range envs {
-			e = e.Clone()
-			e.Seq = uint64(last) + uint64(i) + 1
-			e.Stream = stream
-			e.Version = uint64(cur.Int64) + uint64(i) + 1
-			e.Time = e.Time.UTC()
-			out[i] = e
-		}
-		if err := db.insert(bg, out); err != nil {
-			return err
-		}
-		first, end := out[0], out[len(out)-1]
-		if _, err := db.stmts.upsertStream.ExecContext(bg, stream, int64(end.Version),
-			int64(first.Seq), int64(end.Seq), first.Time.UnixNano(), end.Time.UnixNano()); err != nil {
-			return fmt.Errorf("update stream: %w", mapErr(err))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -40,6 +41,35 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Logger receives migration and open/close messages. Default: discard.
 	Logger *slog.Logger
+	// Durability is how far an acknowledged Append is sure to survive.
+	// Default [Normal]; see [DB] for what each level promises and costs.
+	Durability Durability
+}
+
+// Durability is how far a committed write is sure to survive: a killed
+// process, or also an operating-system crash or power loss.
+type Durability string
+
+const (
+	// Normal runs the write-ahead log with synchronous=NORMAL: a commit
+	// reaches the operating system before the Append returns, and the log
+	// is flushed to stable storage at checkpoints. A killed process
+	// (SIGKILL included) loses nothing acknowledged; a power loss or
+	// operating-system crash may lose the last commits, never the file's
+	// consistency.
+	Normal Durability = "normal"
+	// Full runs with synchronous=FULL: every commit flushes the log to
+	// stable storage before the Append returns, so acknowledged events also
+	// survive a power loss, provided the disk honours flushes.
+	Full Durability = "full"
+)
+
+// synchronous returns the value of PRAGMA synchronous for d.
+func (d Durability) synchronous() int {
+	if d == Full {
+		return 2
+	}
+	return 1
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -57,6 +87,13 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	switch c.Durability {
+	case "":
+		c.Durability = Normal
+	case Normal, Full:
+	default:
+		errs = append(errs, fmt.Errorf("Durability %q is neither %q nor %q", c.Durability, Normal, Full))
+	}
 	return c, errors.Join(errs...)
 }
 
@@ -65,28 +102,35 @@ func (o *Options) withDefaults() (Options, error) {
 // also from several processes on the same file.
 //
 // The file is in WAL mode, so readers never block the writer or each other.
-// Appends go through a single writer connection, one transaction per Append
-// (BEGIN IMMEDIATE), so they are serialised within the process and take the
-// write lock up front across processes. An Append waiting for the writer
-// connection gives up when its context is done; once it has the connection
-// it runs to the end or to an error, and it commits only if the context is
-// still live, so an Append that returns the context's error stored nothing.
-// Waiting for another process's write lock is bounded by
-// [Options.BusyTimeout]. Reads use a separate pool of read-only connections
-// and fetch pages of rows: an iteration holds no connection or lock while
-// its loop body runs, so the body may append.
+// Appends go through a single writer connection and are committed in
+// groups: an Append queues its events and waits; when the writer is free,
+// one waiting Append takes every queued one and writes them in a single
+// transaction (BEGIN IMMEDIATE, so the write lock is taken up front across
+// processes), each in its own savepoint, and commits once. Appends that
+// arrive while a commit is in flight therefore share the next commit and
+// its flush; each still gets its own result, and one that fails (a version
+// conflict) is rolled back to its savepoint without affecting the others.
+// Sequence numbers are gapless and in commit order. An Append whose context
+// is done before its transaction starts returns the context's error and
+// stores nothing; once its transaction has started it returns nil when the
+// transaction commits, or the transaction's error. Waiting for another
+// process's write lock is bounded by [Options.BusyTimeout]. Reads use a
+// separate pool of read-only connections and fetch pages of rows: an
+// iteration holds no connection or lock while its loop body runs, so the
+// body may append.
 //
 // # Durability
 //
-// Every connection runs with synchronous=FULL: a commit returns only after
-// the write-ahead log is flushed to stable storage. An Append that returned
-// nil therefore survives the process being killed at any point afterwards
-// (SIGKILL included), and also an operating-system crash or power loss,
-// provided the disk honours flushes. WAL with synchronous=NORMAL would
-// survive a killed process too but may lose the last commits on power loss;
-// it is cheaper, because the flush per commit dominates the time of a
-// single-event Append (several times the rest on a busy disk). Batched
-// appends share one flush among all their events.
+// An Append returns nil only after its transaction committed, so its events
+// survive the process being killed at any point afterwards (SIGKILL
+// included) at either [Options.Durability] level. With [Full] the commit
+// also waited for the write-ahead log to reach stable storage, so they
+// survive an operating-system crash or power loss too, provided the disk
+// honours flushes. With [Normal], the default, a power loss may lose the
+// last commits but never corrupts the file. The flush is what a commit
+// costs (several times the rest of a single-event Append on a busy disk);
+// group commit shares it among concurrent Appends, and a batched Append
+// shares it among its events.
 type DB struct {
 	path     string // as given to Open, for messages
 	readOnly bool
@@ -98,6 +142,20 @@ type DB struct {
 	r     *sql.DB       // readers: read-only connections
 
 	stmts statements
+
+	// qmu guards queue: the appends waiting for the next group
+	// transaction (see appendGroup).
+	qmu   sync.Mutex
+	queue []*appendRequest
+
+	groupTxs atomic.Int64 // group transactions begun, for tests
+
+	// Test hooks, set before the first Append: testHookQueued gets the
+	// queue's length after each Append joins it; testHookInTx runs in
+	// each group transaction before its commit, and an error it returns
+	// fails the transaction.
+	testHookQueued func(queued int)
+	testHookInTx   func() error
 
 	// mu guards closed. Every operation holds it for reading while it uses
 	// the connections; Close takes it for writing, so it waits for
@@ -198,12 +256,13 @@ func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("sqlite: open %s: journal mode is %q after setting WAL (the file system may not support WAL's shared memory)", db.path, mode))
 	}
+	// The DSN sets synchronous on every connection; check that it holds.
 	var sync int
 	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: read synchronous: %w", db.path, mapErr(err)))
 	}
-	if sync != 2 { // FULL
-		return fail(fmt.Errorf("sqlite: open %s: synchronous is %d, want 2 (FULL)", db.path, sync))
+	if want := o.Durability.synchronous(); sync != want {
+		return fail(fmt.Errorf("sqlite: open %s: synchronous is %d, want %d (%s)", db.path, sync, want, o.Durability))
 	}
 	if err := db.migrate(ctx); err != nil {
 		return fail(err)
@@ -233,32 +292,41 @@ func (db *DB) withWriter(ctx context.Context, fn func(bg context.Context) error)
 // commits it if fn succeeds and ctx is still live; otherwise it rolls back.
 func (db *DB) writeTx(ctx context.Context, fn func(bg context.Context) error) error {
 	return db.withWriter(ctx, func(bg context.Context) error {
-		if _, err := db.wconn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
-			return fmt.Errorf("begin: %w", mapErr(err))
-		}
-		committed := false
-		defer func() {
-			if committed {
-				return
+		return db.inTx(bg, func() error {
+			if err := fn(bg); err != nil {
+				return err
 			}
-			// After a failed COMMIT SQLite may have rolled back already;
-			// then this fails harmlessly.
-			if _, err := db.wconn.ExecContext(bg, "ROLLBACK"); err != nil {
-				db.log.Debug("sqlite: rollback", "file", db.path, "err", err)
-			}
-		}()
-		if err := fn(bg); err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if _, err := db.wconn.ExecContext(bg, "COMMIT"); err != nil {
-			return fmt.Errorf("commit: %w", mapErr(err))
-		}
-		committed = true
-		return nil
+			return ctx.Err()
+		})
 	})
+}
+
+// inTx runs fn in a transaction on the writer connection and commits it if
+// fn succeeds; otherwise it rolls back. Requires the writer (see
+// withWriter).
+func (db *DB) inTx(bg context.Context, fn func() error) error {
+	if _, err := db.wconn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("begin: %w", mapErr(err))
+	}
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		// After a failed COMMIT SQLite may have rolled back already;
+		// then this fails harmlessly.
+		if _, err := db.wconn.ExecContext(bg, "ROLLBACK"); err != nil {
+			db.log.Debug("sqlite: rollback", "file", db.path, "err", err)
+		}
+	}()
+	if err := fn(); err != nil {
+		return err
+	}
+	if _, err := db.wconn.ExecContext(bg, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", mapErr(err))
+	}
+	committed = true
+	return nil
 }
 
 // dsn returns the data source name for a connection to the file at abs.
@@ -268,7 +336,7 @@ func (db *DB) writeTx(ctx context.Context, fn func(bg context.Context) error) er
 func dsn(abs string, o Options, readOnly bool) string {
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10))
-	q.Set("_synchronous", "FULL")
+	q.Set("_synchronous", strings.ToUpper(string(o.Durability)))
 	if readOnly {
 		q.Set("mode", "ro")
 	} else {

@@ -23,14 +23,27 @@ import (
 	"github.com/mcplife/mcplife/store/storetest"
 )
 
-// crashEnv names the database file the helper process appends to.
-const crashEnv = "MCPLIFE_SQLITE_CRASH_DB"
+// crashEnv names the database file the helper process appends to, and
+// crashDurabilityEnv the durability level it opens it with.
+const (
+	crashEnv           = "MCPLIFE_SQLITE_CRASH_DB"
+	crashDurabilityEnv = "MCPLIFE_SQLITE_CRASH_DURABILITY"
+)
 
+// TestConformance runs the conformance suite at each durability level; the
+// Durability case kills the writer at each.
 func TestConformance(t *testing.T) {
+	for _, level := range []sqlite.Durability{sqlite.Full, sqlite.Normal} {
+		t.Run(string(level), func(t *testing.T) { testConformance(t, level) })
+	}
+}
+
+func testConformance(t *testing.T, level sqlite.Durability) {
+	opts := &sqlite.Options{Durability: level}
 	storetest.Run(t, storetest.Features{
 		Snapshots: true,
 		Reopen: func(t *testing.T, s store.Store) store.Store {
-			return mustOpen(t, s.(*sqlite.DB).Path(), nil)
+			return mustOpen(t, s.(*sqlite.DB).Path(), opts)
 		},
 		// Three writers in turn append to one file and are killed after
 		// 100 acknowledged appends each; each one recovers what the
@@ -40,7 +53,7 @@ func TestConformance(t *testing.T) {
 			var acked []events.Envelope
 			for range 3 {
 				cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-				cmd.Env = append(os.Environ(), crashEnv+"="+path)
+				cmd.Env = append(os.Environ(), crashEnv+"="+path, crashDurabilityEnv+"="+string(level))
 				acked = append(acked, storetest.KillAfterAcks(t, cmd, 100)...)
 			}
 			// A read-only reader (mcp-audit on a crashed session) sees
@@ -60,14 +73,14 @@ func TestConformance(t *testing.T) {
 			if err := ro.Close(); err != nil {
 				t.Fatal(err)
 			}
-			db, err := sqlite.Open(path, nil)
+			db, err := sqlite.Open(path, opts)
 			if err != nil {
 				t.Fatalf("reopen after the crash: %v", err)
 			}
 			return storetest.Crash{Store: db, Acked: acked}
 		},
 	}, func(t *testing.T) store.Store {
-		return mustOpen(t, filepath.Join(t.TempDir(), "events.db"), nil)
+		return mustOpen(t, filepath.Join(t.TempDir(), "events.db"), opts)
 	})
 }
 
@@ -79,7 +92,7 @@ func TestHelperProcess(t *testing.T) {
 	if path == "" {
 		return
 	}
-	db, err := sqlite.Open(path, nil)
+	db, err := sqlite.Open(path, &sqlite.Options{Durability: sqlite.Durability(os.Getenv(crashDurabilityEnv))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
