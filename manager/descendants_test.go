@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/internal/proc"
 )
 
 // TestTeardownKillsDescendantsOutsideTheGroup: a server started through
@@ -69,10 +70,10 @@ exec "$@"`
 		t.Fatalf("escapees %v, marked processes %v", pids, marked(mark))
 	}
 	for _, pid := range pids {
-		if !alive(pid) {
+		if !proc.Running(pid) {
 			t.Fatalf("escapee %d is not running before the teardown", pid)
 		}
-		if g, _, _ := procGroup(pid); g != pid {
+		if g, _ := proc.Group(pid); g != pid {
 			t.Fatalf("escapee %d is in group %d, not a group of its own", pid, g)
 		}
 	}
@@ -81,7 +82,7 @@ exec "$@"`
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if proc.Running(pid) {
 			t.Errorf("process %d, outside the server's group, survived the teardown", pid)
 		}
 	}
@@ -97,7 +98,7 @@ func marked(mark string) []int {
 	var out []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err == nil && alive(pid) && hasEnvEntry(pid, "MCPLIFE_TEST_MARK="+mark) {
+		if err == nil && proc.Running(pid) && hasEnvEntry(pid, "MCPLIFE_TEST_MARK="+mark) {
 			out = append(out, pid)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/internal/proc"
 )
 
 // The process-group teardown of stdio servers, which only Unix has.
@@ -89,7 +90,7 @@ func TestTeardownLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if proc.Running(pid) {
 			t.Errorf("process %d survived the teardown", pid)
 		}
 	}

@@ -158,6 +158,22 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
+// Running reports whether pid runs: it exists and is not a zombie. Where
+// there is no /proc (not Linux) it reports false.
+func Running(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	_, state, ok := procGroup(pid)
+	return ok && state != 'Z' && state != 'X'
+}
+
+// Group returns the process group of pid, read from /proc.
+func Group(pid int) (pgid int, ok bool) {
+	g, _, ok := procGroup(pid)
+	return g, ok
+}
+
 // procGroup reads the process group and state of pid from /proc.
 func procGroup(pid int) (pgid int, state byte, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

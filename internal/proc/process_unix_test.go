@@ -35,7 +35,7 @@ func TestTerminateKillsTheGroup(t *testing.T) {
 	if groupAlive(p.Pid()) {
 		t.Fatalf("process group %d still has live members", p.Pid())
 	}
-	if alive(child) {
+	if Running(child) {
 		t.Fatalf("background child %d survived", child)
 	}
 	if st := p.ExitStatus(); st == nil {
@@ -51,13 +51,4 @@ func TestTerminateKillsTheGroup(t *testing.T) {
 	default:
 		t.Fatal("Exited not closed after Terminate")
 	}
-}
-
-// alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	_, state, ok := procGroup(pid)
-	return ok && state != 'Z' && state != 'X'
 }
