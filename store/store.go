@@ -104,3 +104,28 @@ type Snapshotter interface {
 	// ErrNotFound.
 	LoadSnapshot(ctx context.Context, name string) (seq uint64, data []byte, err error)
 }
+
+// AppendRequest is one append of a batch: the arguments of [Store.Append].
+type AppendRequest struct {
+	Stream   string
+	Expected int64
+	Envs     []events.Envelope
+}
+
+// AppendResult is the outcome of one [AppendRequest]: what [Store.Append]
+// would have returned for it.
+type AppendResult struct {
+	Envs []events.Envelope
+	Err  error
+}
+
+// BatchAppender is an optional capability: a store that appends several
+// requests, to any streams, in one commit. Each request is checked and
+// applied as [Store.Append] would, atomically on its own: one that fails
+// (a version conflict, say) stores nothing and the others go on. Requests
+// are applied in order, so their sequences ascend with their index. The
+// results are parallel to reqs. A journal writing many small appends at
+// once uses it to pay for one commit instead of one per append.
+type BatchAppender interface {
+	AppendBatch(ctx context.Context, reqs []AppendRequest) []AppendResult
+}

@@ -67,6 +67,31 @@ func (s *Store) Append(ctx context.Context, name string, expected int64, envs []
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.appendLocked(name, expected, envs)
+}
+
+// AppendBatch implements [store.BatchAppender]: the requests are applied in
+// order under one lock, each as [Store.Append] applies it.
+func (s *Store) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
+	res := make([]store.AppendResult, len(reqs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, q := range reqs {
+		if err := store.CheckAppend("memory", q.Stream, q.Expected, q.Envs); err != nil {
+			res[i].Err = err
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			res[i].Err = fmt.Errorf("memory: append %q: %w", q.Stream, err)
+			continue
+		}
+		res[i].Envs, res[i].Err = s.appendLocked(q.Stream, q.Expected, q.Envs)
+	}
+	return res
+}
+
+// appendLocked appends envs, already checked, to stream name. Requires s.mu.
+func (s *Store) appendLocked(name string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
 	if s.closed {
 		return nil, fmt.Errorf("memory: append %q: %w", name, store.ErrClosed)
 	}

@@ -37,41 +37,48 @@ type appendRequest struct {
 	done chan struct{}
 }
 
-// appendGroup queues an append, waits for a transaction to write it and
-// returns its own result.
-func (db *DB) appendGroup(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
-	r := &appendRequest{ctx: ctx, stream: stream, expected: expected, envs: envs, done: make(chan struct{})}
+// appendGroup queues rs together (one leader takes them all, in order, into
+// one transaction), waits for that transaction and leaves each request's
+// result in it. When ctx is done before a leader took them, they are
+// removed and each fails with ctx's error.
+func (db *DB) appendGroup(ctx context.Context, rs []*appendRequest) {
 	db.qmu.Lock()
-	db.queue = append(db.queue, r)
+	db.queue = append(db.queue, rs...)
 	queued := len(db.queue)
 	db.qmu.Unlock()
 	if db.testHookQueued != nil {
 		db.testHookQueued(queued)
 	}
+	// The requests are closed in queue order by the leader that took them,
+	// so the last one's done means all are.
+	last := rs[len(rs)-1]
 	select {
-	case <-r.done:
+	case <-last.done:
 	case db.wsem <- struct{}{}:
 		db.lead()
-		// Either this request was in the group, or an earlier leader
-		// wrote it and closed done before it freed the writer.
-		<-r.done
+		// Either these requests were in the group, or an earlier leader
+		// wrote them and closed done before it freed the writer.
+		<-last.done
 	case <-ctx.Done():
-		if db.dequeue(r) {
-			return nil, ctx.Err()
+		if db.dequeue(rs) {
+			for _, r := range rs {
+				r.err = ctx.Err()
+			}
+			return
 		}
-		<-r.done // a leader has it: committed, or failed with the group
+		<-last.done // a leader has them: committed, or failed with the group
 	}
-	return r.out, r.err
 }
 
-// dequeue removes r from the queue and reports whether it was still there,
-// that is, not yet taken by a leader.
-func (db *DB) dequeue(r *appendRequest) bool {
+// dequeue removes rs from the queue and reports whether they were still
+// there, that is, not yet taken by a leader (a leader takes all of them or
+// none).
+func (db *DB) dequeue(rs []*appendRequest) bool {
 	db.qmu.Lock()
 	defer db.qmu.Unlock()
 	for i, q := range db.queue {
-		if q == r {
-			db.queue = append(db.queue[:i], db.queue[i+1:]...)
+		if q == rs[0] {
+			db.queue = append(db.queue[:i], db.queue[i+len(rs):]...)
 			return true
 		}
 	}

@@ -115,11 +115,57 @@ func (db *DB) Append(ctx context.Context, stream string, expected int64, envs []
 		return nil, fmt.Errorf("sqlite: append %q: %w", stream, err)
 	}
 	defer db.release()
-	out, err := db.appendGroup(ctx, stream, expected, envs)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: append %q: %w", stream, err)
+	r := &appendRequest{ctx: ctx, stream: stream, expected: expected, envs: envs, done: make(chan struct{})}
+	db.appendGroup(ctx, []*appendRequest{r})
+	if r.err != nil {
+		return nil, fmt.Errorf("sqlite: append %q: %w", stream, r.err)
 	}
-	return out, nil
+	return r.out, nil
+}
+
+// AppendBatch implements [store.BatchAppender]: the requests are written in
+// one transaction (with appends queued at the same time), each in its own
+// savepoint, and committed once. Each is checked as [DB.Append] checks it.
+func (db *DB) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
+	res := make([]store.AppendResult, len(reqs))
+	if len(reqs) == 0 {
+		return res
+	}
+	failAll := func(err error) []store.AppendResult {
+		for i, q := range reqs {
+			res[i].Err = fmt.Errorf("sqlite: append %q: %w", q.Stream, err)
+		}
+		return res
+	}
+	if err := ctx.Err(); err != nil {
+		return failAll(err)
+	}
+	if err := db.acquire(true); err != nil {
+		return failAll(err)
+	}
+	defer db.release()
+	rs := make([]*appendRequest, 0, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	for i, q := range reqs {
+		if err := store.CheckAppend("sqlite", q.Stream, q.Expected, q.Envs); err != nil {
+			res[i].Err = err
+			continue
+		}
+		r := &appendRequest{ctx: ctx, stream: q.Stream, expected: q.Expected, envs: q.Envs, done: make(chan struct{})}
+		rs = append(rs, r)
+		idx = append(idx, i)
+	}
+	if len(rs) == 0 {
+		return res
+	}
+	db.appendGroup(ctx, rs)
+	for k, r := range rs {
+		res[idx[k]].Envs = r.out
+		if r.err != nil {
+			res[idx[k]] = store.AppendResult{Err: fmt.Errorf("sqlite: append %q: %w", r.stream, r.err)}
+		}
+	}
+	return res
 }
 
 // Row counts of the multi-row inserts. 256 rows bind 2,304 parameters,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,6 +90,14 @@ func Run(t *testing.T, f Features, newStore func(t *testing.T) store.Store) {
 			t.Skip("backend does not read by type (it is not a store.TypeReader)")
 		}
 		testReadType(t, s, tr)
+	})
+	t.Run("AppendBatch", func(t *testing.T) {
+		s := open(t)
+		ba, ok := s.(store.BatchAppender)
+		if !ok {
+			t.Skip("backend does not append batches (it is not a store.BatchAppender)")
+		}
+		testAppendBatch(t, s, ba)
 	})
 	t.Run("Snapshots", func(t *testing.T) {
 		if !f.Snapshots {
@@ -978,5 +987,63 @@ func testDurability(t *testing.T, hook func(t *testing.T) Crash) {
 	got := mustAppend(t, s, last.Stream, int64(last.Version), batch("after-crash", 1, base))
 	if got[0].Seq != last.Seq+1 || got[0].Version != last.Version+1 {
 		t.Fatalf("append after the crash: seq %d version %d, want %d and %d", got[0].Seq, got[0].Version, last.Seq+1, last.Version+1)
+	}
+}
+
+// testAppendBatch checks that a batch applies its requests in order, each
+// as Append would: sequences ascend with the request index, a request that
+// fails (version conflict, invalid) stores nothing while the others are
+// stored, and results are parallel to the requests.
+func testAppendBatch(t *testing.T, s store.Store, ba store.BatchAppender) {
+	ctx := testCtx(t)
+	mustAppend(t, s, "a", store.NoStream, envs("A", 0, 1))
+	reqs := []store.AppendRequest{
+		{Stream: "a", Expected: 1, Envs: envs("B", 10, 2)},
+		{Stream: "b", Expected: store.NoStream, Envs: envs("C", 20, 1)},
+		{Stream: "a", Expected: 1, Envs: envs("D", 30, 1)}, // a is at 3 by now
+		{Stream: "", Expected: store.AnyVersion, Envs: envs("E", 40, 1)},
+		{Stream: "a", Expected: store.AnyVersion, Envs: envs("F", 50, 2)},
+	}
+	res := ba.AppendBatch(ctx, reqs)
+	if len(res) != len(reqs) {
+		t.Fatalf("AppendBatch returned %d results for %d requests", len(res), len(reqs))
+	}
+	for i, want := range []struct {
+		seqs []uint64
+		err  error
+	}{
+		{[]uint64{2, 3}, nil},
+		{[]uint64{4}, nil},
+		{nil, store.ErrVersionConflict},
+		{nil, nil},
+		{[]uint64{5, 6}, nil},
+	} {
+		r := res[i]
+		switch {
+		case i == 3:
+			if r.Err == nil {
+				t.Errorf("request %d (empty stream name): no error", i)
+			}
+		case want.err != nil:
+			if !errors.Is(r.Err, want.err) {
+				t.Errorf("request %d: err = %v, want %v", i, r.Err, want.err)
+			}
+		case r.Err != nil:
+			t.Errorf("request %d: %v", i, r.Err)
+		}
+		equalInts(t, fmt.Sprintf("seqs of request %d", i), want.seqs, seqs(r.Envs))
+	}
+	all := readAll(t, s, 0)
+	equalInts(t, "ReadAll after the batch", oneTo(6), seqs(all))
+	equalInts(t, "stream a versions", oneTo(5), versions(readStream(t, s, "a", 0)))
+	var types []string
+	for _, e := range all {
+		types = append(types, e.Type)
+	}
+	if got, want := strings.Join(types, ""), "ABBCFF"; got != want {
+		t.Errorf("types in order = %s, want %s", got, want)
+	}
+	if res := ba.AppendBatch(ctx, nil); len(res) != 0 {
+		t.Errorf("AppendBatch(nil) = %d results", len(res))
 	}
 }
