@@ -53,6 +53,9 @@ type Options struct {
 	// CheckpointEvery bounds how far a checkpointed projection's stored
 	// checkpoint may lag (default DefaultCheckpointEvery).
 	CheckpointEvery int
+	// DeferredQueue bounds how many deferred appends may wait for the
+	// writer (default DefaultDeferredQueue); see [Journal.AppendDeferred].
+	DeferredQueue int
 }
 
 // Projection is a pure fold over envelopes, applied in sequence order.
@@ -119,7 +122,18 @@ type Journal struct {
 	pubq    chan []events.Envelope
 	pubDone chan struct{}
 
-	// mu serialises appends and guards the fields below.
+	// The write queue (see writer.go): wq holds the appends not yet taken
+	// by the writer, in call order; wclosed is set when Close begins. wake
+	// tells the writer to look; slots bounds the deferred appends queued;
+	// writerDone is closed when the writer has ended.
+	wmu        sync.Mutex
+	wq         []*request
+	wclosed    bool
+	wake       chan struct{}
+	slots      chan struct{}
+	writerDone chan struct{}
+
+	// mu serialises writing and projecting and guards the fields below.
 	mu          sync.Mutex
 	closed      bool
 	projections []*attached
@@ -155,6 +169,12 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 	if o.CheckpointEvery < 0 {
 		return nil, fmt.Errorf("journal: CheckpointEvery %d is negative", o.CheckpointEvery)
 	}
+	if o.DeferredQueue < 0 {
+		return nil, fmt.Errorf("journal: DeferredQueue %d is negative", o.DeferredQueue)
+	}
+	if o.DeferredQueue == 0 {
+		o.DeferredQueue = DefaultDeferredQueue
+	}
 	j := &Journal{
 		st:              st,
 		pub:             o.Publisher,
@@ -166,6 +186,9 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		msgPrefix:       watermill.NewShortUUID() + "-",
 		pubq:            make(chan []events.Envelope, 1024),
 		pubDone:         make(chan struct{}),
+		wake:            make(chan struct{}, 1),
+		slots:           make(chan struct{}, o.DeferredQueue),
+		writerDone:      make(chan struct{}),
 	}
 	if j.pub == nil {
 		gc := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
@@ -184,6 +207,7 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		j.checkpointEvery = DefaultCheckpointEvery
 	}
 	go j.publishLoop()
+	go j.writeLoop()
 	return j, nil
 }
 
@@ -216,16 +240,9 @@ func (j *Journal) AppendCorrelated(ctx context.Context, session, correlation str
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	if session == "" {
-		return nil, errors.New("journal: append: empty session id")
-	}
-	envs := make([]events.Envelope, len(evs))
-	for i, ev := range evs {
-		env, err := events.New(session, ev, time.Time{})
-		if err != nil {
-			return nil, fmt.Errorf("journal: append to %q: %w", session, err)
-		}
-		envs[i] = env.WithCorrelation(correlation)
+	envs, err := envelopes(session, correlation, evs)
+	if err != nil {
+		return nil, err
 	}
 	return j.AppendEnvelopes(ctx, session, envs)
 }
@@ -233,28 +250,22 @@ func (j *Journal) AppendCorrelated(ctx context.Context, session, correlation str
 // AppendEnvelopes records pre-built envelopes (their Time is stamped with
 // the journal's clock when zero). See [Journal.Append].
 func (j *Journal) AppendEnvelopes(ctx context.Context, session string, envs []events.Envelope) ([]events.Envelope, error) {
-	j.mu.Lock()
-	if j.closed {
-		j.mu.Unlock()
-		return nil, ErrClosed
-	}
-	now := j.now().UTC()
-	for i := range envs {
-		if envs[i].Time.IsZero() {
-			envs[i].Time = now
-		}
-		envs[i].SessionID = session
-	}
-	stored, err := j.st.Append(ctx, session, store.AnyVersion, envs)
-	if err != nil {
-		j.mu.Unlock()
+	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("journal: append to %q: %w", session, err)
 	}
-	j.project(ctx, stored)
-	// Queued under j.mu, so batches are published in sequence order.
-	j.pubq <- stored
-	j.mu.Unlock()
-	return stored, nil
+	r := &request{ctx: ctx, session: session, envs: envs, done: make(chan struct{})}
+	if err := j.enqueue(r); err != nil {
+		return nil, err
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if j.dequeue(r) {
+			return nil, fmt.Errorf("journal: append to %q: %w", session, ctx.Err())
+		}
+		<-r.done // the writer has it: it is stored or failed
+	}
+	return r.out, r.err
 }
 
 // project applies stored, just appended, to every attached projection in
@@ -521,6 +532,14 @@ func (j *Journal) Checkpoint(ctx context.Context) {
 // and makes later appends fail with ErrClosed. It is idempotent. The store
 // stays open.
 func (j *Journal) Close() error {
+	// Stop taking appends, then let the writer store everything queued.
+	j.wmu.Lock()
+	if !j.wclosed {
+		j.wclosed = true
+		close(j.wake) // under wmu: enqueue sends only while !wclosed
+	}
+	j.wmu.Unlock()
+	<-j.writerDone
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
@@ -530,7 +549,7 @@ func (j *Journal) Close() error {
 		j.maybeCheckpoint(context.Background(), a, true)
 	}
 	j.closed = true
-	close(j.pubq) // no append can queue any more: they check closed under j.mu
+	close(j.pubq) // the writer, the only sender, has ended
 	j.mu.Unlock()
 	<-j.pubDone
 	if j.ownBus {

@@ -1,0 +1,262 @@
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/memory"
+)
+
+// gatedStore is a memory store whose appends (single or batched) wait
+// while the gate is shut, so a test holds the journal's writer inside a
+// commit; it counts the commits and can fail them.
+type gatedStore struct {
+	*memory.Store
+
+	mu      sync.Mutex
+	gate    chan struct{} // nil: open
+	entered chan struct{} // receives once per commit that found the gate shut
+	commits int
+	fail    error
+}
+
+func newGatedStore() *gatedStore {
+	return &gatedStore{Store: memory.New(), entered: make(chan struct{}, 100)}
+}
+
+// shut makes later commits wait until open is called.
+func (s *gatedStore) shut() {
+	s.mu.Lock()
+	s.gate = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *gatedStore) open() {
+	s.mu.Lock()
+	close(s.gate)
+	s.gate = nil
+	s.mu.Unlock()
+}
+
+func (s *gatedStore) failWith(err error) {
+	s.mu.Lock()
+	s.fail = err
+	s.mu.Unlock()
+}
+
+func (s *gatedStore) commit() error {
+	s.mu.Lock()
+	g := s.gate
+	s.commits++
+	err := s.fail
+	s.mu.Unlock()
+	if g != nil {
+		s.entered <- struct{}{}
+		<-g
+	}
+	return err
+}
+
+func (s *gatedStore) numCommits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commits
+}
+
+func (s *gatedStore) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	if err := s.commit(); err != nil {
+		return nil, err
+	}
+	return s.Store.Append(ctx, stream, expected, envs)
+}
+
+func (s *gatedStore) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
+	if err := s.commit(); err != nil {
+		res := make([]store.AppendResult, len(reqs))
+		for i := range res {
+			res[i].Err = err
+		}
+		return res
+	}
+	return s.Store.AppendBatch(ctx, reqs)
+}
+
+func gatedJournal(t *testing.T, opts *journal.Options) (*journal.Journal, *gatedStore) {
+	t.Helper()
+	st := newGatedStore()
+	j, err := journal.New(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close(); st.Close() })
+	return j, st
+}
+
+func storedServers(t *testing.T, st store.Store) []string {
+	t.Helper()
+	var got []string
+	for env, err := range st.ReadAll(context.Background(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := events.Decode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.(*events.ToolListChanged).Server)
+	}
+	return got
+}
+
+// Deferred and waited-for appends are stored in call order, and appends
+// queued while a commit is in flight share the next commit.
+func TestDeferredKeepsCallOrderAndSharesCommits(t *testing.T) {
+	j, st := gatedJournal(t, nil)
+	ctx := context.Background()
+	rec := &seqRecorder{}
+	if err := j.Attach(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	st.shut()
+	// The first append holds the writer in its commit...
+	if err := j.AppendDeferred(ctx, "s", "", nil, ev(0)); err != nil {
+		t.Fatal(err)
+	}
+	<-st.entered
+	// ... while these queue behind it, deferred and waited-for mixed.
+	var want []string
+	want = append(want, "s0")
+	for i := 1; i < 10; i++ {
+		if err := j.AppendDeferred(ctx, "s", fmt.Sprintf("c%d", i), nil, ev(i)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("s%d", i))
+	}
+	waited := make(chan error)
+	go func() {
+		_, err := j.Append(ctx, "s", ev(10))
+		waited <- err
+	}()
+	want = append(want, "s10")
+	// The waited-for append is queued once Flush, queued after it, is
+	// taken; Flush cannot return before the gate opens.
+	flushed := make(chan error)
+	go func() { flushed <- j.Flush(ctx) }()
+	st.open()
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	got := storedServers(t, st)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored order = %v, want %v", got, want)
+	}
+	rec.checkApplied(t, 11)
+	// One commit for the first append, then at most one per wake-up for
+	// the ten queued behind it (the waited-for append and Flush may each
+	// arrive after the writer took the others).
+	if n := st.numCommits(); n > 4 {
+		t.Errorf("%d commits for 11 appends, 10 of them queued during the first commit; want at most 4", n)
+	}
+}
+
+// Close stores every deferred append queued before it.
+func TestCloseStoresDeferred(t *testing.T) {
+	st := memory.New()
+	defer st.Close()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 500 {
+		if err := j.AppendDeferred(ctx, "s", "", nil, ev(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.LastSeq(ctx); err != nil || n != 500 {
+		t.Fatalf("after Close: LastSeq = %d, %v; want 500", n, err)
+	}
+	if err := j.AppendDeferred(ctx, "s", "", nil, ev(0)); !errors.Is(err, journal.ErrClosed) {
+		t.Fatalf("AppendDeferred after Close: %v, want ErrClosed", err)
+	}
+	if err := j.Flush(ctx); !errors.Is(err, journal.ErrClosed) {
+		t.Fatalf("Flush after Close: %v, want ErrClosed", err)
+	}
+}
+
+// The deferred queue is bounded: with the writer held, the append past
+// the bound blocks until its context ends or the writer catches up.
+func TestDeferredBackPressure(t *testing.T) {
+	j, st := gatedJournal(t, &journal.Options{DeferredQueue: 3})
+	ctx := context.Background()
+	st.shut()
+	for i := range 3 {
+		if err := j.AppendDeferred(ctx, "s", "", nil, ev(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-st.entered
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := j.AppendDeferred(cctx, "s", "", nil, ev(3)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("AppendDeferred on a full queue with a cancelled context: %v, want context.Canceled", err)
+	}
+	unblocked := make(chan error)
+	go func() { unblocked <- j.AppendDeferred(ctx, "s", "", nil, ev(4)) }()
+	st.open()
+	if err := <-unblocked; err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(storedServers(t, st)), "[s0 s1 s2 s4]"; got != want {
+		t.Fatalf("stored %s, want %s", got, want)
+	}
+}
+
+// A deferred append that the store refuses reports to its callback; a
+// waited-for one returns the error; the journal goes on.
+func TestDeferredFailureReported(t *testing.T) {
+	j, st := gatedJournal(t, nil)
+	ctx := context.Background()
+	boom := errors.New("disk full")
+	st.failWith(boom)
+	failed := make(chan error, 1)
+	if err := j.AppendDeferred(ctx, "s", "", func(err error) { failed <- err }, ev(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-failed:
+		if !errors.Is(err, boom) {
+			t.Fatalf("failure callback got %v, want %v", err, boom)
+		}
+	default:
+		t.Fatal("Flush returned before the failed deferred append was reported")
+	}
+	if _, err := j.Append(ctx, "s", ev(1)); !errors.Is(err, boom) {
+		t.Fatalf("Append on a failing store: %v, want %v", err, boom)
+	}
+	st.failWith(nil)
+	if _, err := j.Append(ctx, "s", ev(2)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(storedServers(t, st)), "[s2]"; got != want {
+		t.Fatalf("stored %s, want %s", got, want)
+	}
+}
