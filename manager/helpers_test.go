@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -80,9 +81,13 @@ func (e *env) manager(session string, opts *Options) *Manager {
 	return m
 }
 
-// events returns the stored events of session.
+// events returns the stored events of session, once the journal has
+// stored what was recorded without waiting (tool calls' events).
 func (e *env) events(session string) []events.Envelope {
 	e.t.Helper()
+	if err := e.j.Flush(context.Background()); err != nil && !errors.Is(err, journal.ErrClosed) {
+		e.t.Fatal(err)
+	}
 	var out []events.Envelope
 	for env, err := range e.st.ReadStream(context.Background(), session, 1) {
 		if err != nil {

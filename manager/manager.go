@@ -352,6 +352,20 @@ func (m *Manager) emitCorrelated(correlation string, evs ...events.Event) error 
 	return nil
 }
 
+// emitDeferred queues evs under correlation without waiting for the store
+// (see [journal.Journal.AppendDeferred]); a failure to store them is logged
+// like emitCorrelated's. Tool calls record their events this way, so a call
+// never waits for the disk.
+func (m *Manager) emitDeferred(correlation string, evs ...events.Event) {
+	failed := func(err error) {
+		types, servers := describeEvents(evs)
+		m.log.Error("MCP lifecycle event not recorded", "type", types, "server", servers, "err", err)
+	}
+	if err := m.j.AppendDeferred(context.Background(), m.session, correlation, failed, evs...); err != nil {
+		failed(err)
+	}
+}
+
 // describeEvents returns the distinct types and servers of evs, each
 // joined with ",", in order of appearance.
 func describeEvents(evs []events.Event) (types, servers string) {
@@ -468,7 +482,7 @@ func (m *Manager) WaitForConnection(ctx context.Context, name string) error {
 }
 
 // Close disconnects every server, stops the manager's goroutines and waits
-// for them. Later ConnectServers calls fail with [ErrClosed]. Close is
+// for them and for the store to hold every event recorded. Later ConnectServers calls fail with [ErrClosed]. Close is
 // idempotent and safe to call concurrently.
 func (m *Manager) Close(ctx context.Context) error {
 	err := m.DisconnectAll(ctx)
@@ -484,5 +498,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
+	// The calls' events, recorded without waiting, are stored by now.
+	if ferr := m.j.Flush(context.WithoutCancel(ctx)); err == nil && !errors.Is(ferr, journal.ErrClosed) {
+		err = ferr
+	}
 	return err
 }

@@ -83,7 +83,10 @@ func (t *Tool) Path() string {
 // that server's connect timeout. ToolCallStarted and ToolCallFinished,
 // sharing one correlation id, are recorded around each call that reaches a
 // connected or deferred server; arguments only when
-// Options.CaptureArguments is set (redacted), results never.
+// Options.CaptureArguments is set (redacted), results never. They are
+// recorded without waiting for the store: Call returns without a commit,
+// and the journal stores them in order right after (Manager.Close, and the
+// journal's Flush and Close, wait for them).
 func (t *Tool) Call(ctx context.Context, args any) (*CallResult, error) {
 	return t.m.call(ctx, t, args)
 }
@@ -125,8 +128,9 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	// ConnectFailed would no longer allow). Recording it concurrently with
 	// the request, or together with ToolCallFinished after the call, was
 	// measured: the first was slower on a loaded machine, the second ~3%
-	// faster but hides calls in progress from live observers.
-	m.emitCorrelated(id, started)
+	// faster but hides calls in progress from live observers. Both events
+	// are deferred: the journal stores them in order, off the call's path.
+	m.emitDeferred(id, started)
 	begin := m.now()
 	res, errText, err := m.doCall(ctx, s, t, args, deferred)
 	fin := &events.ToolCallFinished{Server: t.Server, Tool: t.Original, Duration: m.now().Sub(begin)}
@@ -136,7 +140,7 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	case res.IsError:
 		fin.IsError, fin.Error = true, errText
 	}
-	m.emitCorrelated(id, fin)
+	m.emitDeferred(id, fin)
 	return res, err
 }
 

@@ -6,6 +6,7 @@ package lifecycletest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
@@ -82,8 +83,12 @@ func Context(t *testing.T) context.Context {
 	return ctx
 }
 
-// History returns the session's envelopes in order.
+// History returns the session's envelopes in order, once the journal has
+// stored what was recorded without waiting (tool calls' events).
 func (e *Env) History() []events.Envelope {
+	if err := e.Journal.Flush(context.Background()); err != nil && !errors.Is(err, journal.ErrClosed) {
+		e.T.Fatal(err)
+	}
 	var out []events.Envelope
 	for env, err := range e.Store.ReadStream(context.Background(), e.Session, 1) {
 		if err != nil {
