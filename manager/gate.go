@@ -118,7 +118,7 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	timer := time.NewTimer(m.opts.Gate)
 	defer timer.Stop()
 	var ctxErr error
-	for n := 0; n < len(names); n++ {
+	for n := 0; n < len(names) && !m.allPendingCached(r, names); n++ {
 		select {
 		case <-r.settled:
 			continue
@@ -187,4 +187,23 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	m.mu.Unlock()
 	m.emit(append(served, &events.StartupGateElapsed{Round: r.id, Gate: g.Gate, Elapsed: g.Elapsed, Outcomes: outcomes})...)
 	return g, ctxErr
+}
+
+// allPendingCached reports, with Options.EagerCache, whether every server
+// of r that has not settled has a cached tool list, so the gate need not
+// wait for any of them.
+func (m *Manager) allPendingCached(r *round, names []string) bool {
+	if !m.opts.EagerCache {
+		return false
+	}
+	now := m.now()
+	for _, name := range names {
+		if _, ok := r.result(name); ok {
+			continue
+		}
+		if !m.cache.Has(name, r.servers[name].hash, now) {
+			return false
+		}
+	}
+	return true
 }

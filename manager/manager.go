@@ -51,6 +51,13 @@ type Options struct {
 	Cwd string
 	// Gate is the startup gate (default [DefaultGate]).
 	Gate time.Duration
+	// EagerCache ends the startup gate as soon as every server still
+	// connecting has a cached tool list for its config: those servers are
+	// served deferred at once instead of after the gate, so a warm start
+	// has all its tools within milliseconds. Off by default, which keeps
+	// the reference gate: a server that connects within Gate is awaited
+	// live even when its list is cached.
+	EagerCache bool
 	// Resolver substitutes env and header values at every connect
 	// (default [PassThrough]).
 	Resolver Resolver

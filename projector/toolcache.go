@@ -128,18 +128,34 @@ func (c *ToolCache) Apply(env events.Envelope) {
 // or when it is older than TTL. The slice is a copy; the JSON bytes inside
 // the definitions are shared and must not be modified.
 func (c *ToolCache) Lookup(server, configHash string, now time.Time) (tools []events.ToolDef, age time.Duration, ok bool) {
+	e, age, ok := c.live(server, configHash, now)
+	if !ok {
+		return nil, 0, false
+	}
+	return slices.Clone(e.tools), age, true
+}
+
+// Has reports whether [ToolCache.Lookup] would find a list, without
+// copying it.
+func (c *ToolCache) Has(server, configHash string, now time.Time) bool {
+	_, _, ok := c.live(server, configHash, now)
+	return ok
+}
+
+// live returns the entry Lookup serves and its age.
+func (c *ToolCache) live(server, configHash string, now time.Time) (e cacheEntry, age time.Duration, ok bool) {
 	c.mu.RLock()
 	e, found := c.entries[cacheKey{server, configHash}]
 	ttl := cmp.Or(c.TTL, DefaultCacheTTL)
 	c.mu.RUnlock()
 	if !found || len(e.tools) == 0 {
-		return nil, 0, false
+		return e, 0, false
 	}
 	age = max(now.Sub(e.time), 0)
 	if age > ttl {
-		return nil, 0, false
+		return e, 0, false
 	}
-	return slices.Clone(e.tools), age, true
+	return e, age, true
 }
 
 // Prune drops entries that are empty or older than TTL at now, and returns
