@@ -1,11 +1,17 @@
 // Package journal persists lifecycle events and then publishes them.
 //
 // A [Journal] appends events to a [store.Store] and, only after the store
-// accepted them, publishes each envelope on a watermill [message.Publisher]
-// (by default an in-process gochannel). Every message carries the envelope's
-// global sequence, type and session id in its metadata, so a subscriber can
-// detect gaps and catch up from the store: order comes from the sequence,
-// never from the bus.
+// accepted them, hands them to its subscriptions. Appends go through one
+// queue and the journal's writer goroutine, which stores what is queued in
+// one commit when the store can ([store.BatchAppender]); [Journal.Append]
+// waits for its events to be stored, [Journal.AppendDeferred] does not.
+//
+// With a bus (Options.Publisher and Subscriber, for subscribers in other
+// processes), each envelope is published as a watermill message carrying
+// its global sequence, type and session id in its metadata. Without one,
+// the writer hands stored batches to the process's subscriptions directly.
+// Either way a subscriber detects gaps by sequence and catches up from the
+// store: order comes from the sequence, never from the bus.
 //
 // Projections attached with [Journal.Attach] are kept current synchronously
 // inside Append, in sequence order and without gaps: events that other

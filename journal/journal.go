@@ -13,7 +13,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
@@ -38,9 +37,11 @@ var ErrClosed = errors.New("journal: closed")
 
 // Options configure a [Journal]. The zero value (or nil) means defaults.
 type Options struct {
-	// Publisher and Subscriber form the bus. Both nil means a private
-	// gochannel. The Subscriber must deliver every message to every
-	// Subscribe call (fan-out), as gochannel does.
+	// Publisher and Subscriber form the bus, for subscribers in other
+	// processes or on other hosts. The Subscriber must deliver every
+	// message to every Subscribe call (fan-out), as gochannel does. Both
+	// nil means no bus: the journal hands stored envelopes to its own
+	// subscriptions directly, without encoding them.
 	Publisher  message.Publisher
 	Subscriber message.Subscriber
 	// Topic is the bus topic (default DefaultTopic).
@@ -106,9 +107,8 @@ type Checkpointer interface {
 // sequence order.
 type Journal struct {
 	st              store.Store
-	pub             message.Publisher
+	pub             message.Publisher // nil: no bus, subscriptions are fed directly
 	sub             message.Subscriber
-	ownBus          bool
 	topic           string
 	log             *slog.Logger
 	now             func() time.Time
@@ -117,8 +117,9 @@ type Journal struct {
 	// msgPrefix makes message ids unique across journals: prefix + seq.
 	msgPrefix string
 
-	// pubq carries stored batches to publishLoop, which publishes them off
-	// the appender's path; pubDone is closed when the loop has ended.
+	// pubq carries stored batches to publishLoop, which publishes them on
+	// the bus off the writer's path; pubDone is closed when the loop has
+	// ended (at once when there is no bus).
 	pubq    chan []events.Envelope
 	pubDone chan struct{}
 
@@ -137,6 +138,7 @@ type Journal struct {
 	mu          sync.Mutex
 	closed      bool
 	projections []*attached
+	feeds       map[*feed]struct{} // subscriptions fed directly (no bus)
 }
 
 type attached struct {
@@ -190,10 +192,6 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		slots:           make(chan struct{}, o.DeferredQueue),
 		writerDone:      make(chan struct{}),
 	}
-	if j.pub == nil {
-		gc := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
-		j.pub, j.sub, j.ownBus = gc, gc, true
-	}
 	if j.topic == "" {
 		j.topic = DefaultTopic
 	}
@@ -206,7 +204,11 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 	if j.checkpointEvery == 0 {
 		j.checkpointEvery = DefaultCheckpointEvery
 	}
-	go j.publishLoop()
+	if j.pub != nil {
+		go j.publishLoop()
+	} else {
+		close(j.pubDone)
+	}
 	go j.writeLoop()
 	return j, nil
 }
@@ -549,11 +551,13 @@ func (j *Journal) Close() error {
 		j.maybeCheckpoint(context.Background(), a, true)
 	}
 	j.closed = true
-	close(j.pubq) // the writer, the only sender, has ended
+	for f := range j.feeds {
+		f.close()
+	}
+	if j.pub != nil {
+		close(j.pubq) // the writer, the only sender, has ended
+	}
 	j.mu.Unlock()
 	<-j.pubDone
-	if j.ownBus {
-		return j.pub.Close()
-	}
 	return nil
 }

@@ -96,41 +96,70 @@ func (s *Subscription) Close() {
 // Subscribe starts a subscription. It runs until the subscriber calls
 // Close, ctx ends, or it fails (see [Subscription.Err]).
 func (j *Journal) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscription, error) {
-	j.mu.Lock()
-	closed := j.closed
-	j.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
+	buf := opts.Buffer
+	if buf <= 0 {
+		buf = DefaultSubscriptionBuffer
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	// Subscribe to the bus before deciding where to start, so nothing
-	// appended in between is missed.
-	msgs, err := j.sub.Subscribe(ctx, j.topic)
-	if err != nil {
+	// Subscribe to the bus (or the writer's feed) before deciding where to
+	// start, so nothing appended in between is missed.
+	var (
+		msgs <-chan *message.Message
+		f    *feed
+	)
+	j.mu.Lock()
+	closed := j.closed
+	if !closed && j.pub == nil {
+		f = newFeed(max(buf, minFeed))
+		if j.feeds == nil {
+			j.feeds = make(map[*feed]struct{})
+		}
+		j.feeds[f] = struct{}{}
+	}
+	j.mu.Unlock()
+	if closed {
 		cancel(nil)
-		return nil, fmt.Errorf("journal: subscribe: %w", err)
+		return nil, ErrClosed
+	}
+	if f == nil {
+		var err error
+		if msgs, err = j.sub.Subscribe(ctx, j.topic); err != nil {
+			cancel(nil)
+			return nil, fmt.Errorf("journal: subscribe: %w", err)
+		}
 	}
 	next := opts.FromSeq
 	if next == 0 {
 		last, err := j.st.LastSeq(ctx)
 		if err != nil {
 			cancel(nil)
+			j.dropFeed(f)
 			return nil, fmt.Errorf("journal: subscribe: %w", err)
 		}
 		next = last + 1
-	}
-	buf := opts.Buffer
-	if buf <= 0 {
-		buf = DefaultSubscriptionBuffer
 	}
 	s := &Subscription{
 		out:    make(chan events.Envelope),
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
-	r := &runner{j: j, s: s, opts: opts, buf: buf, next: next, high: next - 1}
+	r := &runner{j: j, s: s, opts: opts, buf: buf, next: next, high: next - 1, feed: f}
 	go r.run(ctx, msgs)
 	return s, nil
+}
+
+// minFeed is the least number of envelopes a subscription's feed holds, so
+// a large batch reaches a subscriber that keeps up without a store read.
+const minFeed = 1024
+
+// dropFeed unregisters f (nil is ignored).
+func (j *Journal) dropFeed(f *feed) {
+	if f == nil {
+		return
+	}
+	j.mu.Lock()
+	delete(j.feeds, f)
+	j.mu.Unlock()
 }
 
 // runner is the goroutine state of one subscription.
@@ -139,6 +168,8 @@ type runner struct {
 	s    *Subscription
 	opts SubscribeOptions
 	buf  int
+
+	feed *feed // the writer's feed, when the journal has no bus
 
 	next    uint64            // next global sequence to take
 	high    uint64            // highest sequence known to exist
@@ -149,6 +180,11 @@ func (r *runner) run(ctx context.Context, msgs <-chan *message.Message) {
 	defer close(r.s.done)
 	defer close(r.s.out)
 	defer r.s.cancel(nil)
+	defer r.j.dropFeed(r.feed)
+	var wake chan struct{}
+	if r.feed != nil {
+		wake = r.feed.wake
+	}
 	// First catch up with history when the subscription starts in the past.
 	last, err := r.j.st.LastSeq(ctx)
 	if err != nil {
@@ -185,6 +221,23 @@ func (r *runner) run(ctx context.Context, msgs <-chan *message.Message) {
 				return
 			}
 			r.take(msg)
+		case <-wake:
+			batches, high, closed := r.feed.take()
+			for _, b := range batches {
+				for _, env := range b {
+					if r.ready(env.Seq) {
+						r.accept(env)
+					} else {
+						r.missed(env.Seq)
+					}
+				}
+			}
+			r.high = max(r.high, high)
+			if closed {
+				// The journal closed: deliver what is stored, then end.
+				r.end(ctx, r.drain(ctx))
+				return
+			}
 		case out <- head:
 			r.pending[0] = events.Envelope{}
 			r.pending = r.pending[1:]
@@ -196,22 +249,41 @@ func (r *runner) run(ctx context.Context, msgs <-chan *message.Message) {
 func (r *runner) take(msg *message.Message) {
 	msg.Ack()
 	seq, err := strconv.ParseUint(msg.Metadata.Get(MetaSeq), 10, 64)
-	if err != nil || seq < r.next {
-		return // not ours to order, or already delivered
+	if err != nil {
+		return // not ours to order
 	}
-	if seq == r.next && r.high < r.next && len(r.pending) < r.buf {
+	if r.ready(seq) {
 		if env, err := envelopeOf(msg); err == nil {
-			r.next++
-			r.high = seq
-			if r.match(env) {
-				r.pending = append(r.pending, env)
-			}
+			r.accept(env)
 			return
 		}
 	}
 	// A gap, a full buffer or an undecodable payload: read it from the
 	// store later.
-	r.high = max(r.high, seq)
+	r.missed(seq)
+}
+
+// ready reports whether the envelope of sequence seq, from the bus or the
+// feed, can be taken now: it is the next one and there is room.
+func (r *runner) ready(seq uint64) bool {
+	return seq == r.next && r.high < r.next && len(r.pending) < r.buf
+}
+
+// accept takes env, which was ready.
+func (r *runner) accept(env events.Envelope) {
+	r.next++
+	r.high = env.Seq
+	if r.match(env) {
+		r.pending = append(r.pending, env)
+	}
+}
+
+// missed notes that sequence seq exists but was not taken, so the store
+// supplies it later (nothing for one already delivered).
+func (r *runner) missed(seq uint64) {
+	if seq >= r.next {
+		r.high = max(r.high, seq)
+	}
 }
 
 // fill reads up to buf matching envelopes from the store, starting at next.

@@ -120,8 +120,13 @@ func (j *Journal) write(batch []*request) {
 		// The events are stored: keeping the projections current does not
 		// depend on any caller's context.
 		j.project(context.Background(), stored)
-		// Queued under j.mu, so batches are published in sequence order.
-		j.pubq <- stored
+		// Under j.mu, so batches go out in sequence order.
+		for f := range j.feeds {
+			f.push(stored)
+		}
+		if j.pub != nil {
+			j.pubq <- stored
+		}
 	}
 	j.mu.Unlock()
 	for _, r := range batch {
