@@ -117,9 +117,18 @@ func (db *DB) writeGroup(group []*appendRequest) {
 	bg := context.Background()
 	db.groupTxs.Add(1)
 	err := db.inTx(bg, func() error {
-		for _, r := range live {
-			if err := db.appendInSavepoint(bg, r); err != nil {
-				return err
+		if len(live) == 1 {
+			// Alone in the transaction: its failure rolls back nothing but
+			// itself, so it needs no savepoint.
+			r := live[0]
+			if r.out, r.err = db.appendRows(bg, r.stream, r.expected, r.envs); r.err != nil {
+				return r.err
+			}
+		} else {
+			for _, r := range live {
+				if err := db.appendInSavepoint(bg, r); err != nil {
+					return err
+				}
 			}
 		}
 		if db.testHookInTx != nil {
