@@ -202,7 +202,11 @@ func timeoutOf(cfg events.ServerConfig) time.Duration {
 }
 
 // run is the goroutine of one server: connect, first tools/list, then
-// re-lists on tools/list_changed until the server is torn down.
+// re-lists on tools/list_changed until the server is torn down. Its events
+// do not wait for the store: the journal stores them in the order they are
+// recorded, and the gate's StartupGateElapsed, recorded after them and
+// waited for, is stored only once they are, so ConnectServers returns
+// with them stored and in the view.
 func (m *Manager) run(s *server) {
 	defer close(s.taskDone)
 	r := s.round
@@ -219,7 +223,7 @@ func (m *Manager) run(s *server) {
 		m.yield("run.failed", s.name)
 		if !tornDown {
 			late := r.enter(s.name)
-			m.emit(&events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
+			m.emitDeferred("", &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
 			r.settle(s.name, err)
 			r.leave()
 			if late {
@@ -253,7 +257,7 @@ func (m *Manager) run(s *server) {
 		}
 	}
 	r.enter(s.name)
-	m.emit(connected)
+	m.emitDeferred("", connected)
 	r.leave()
 	m.yield("run.conn", s.name)
 	m.mu.Lock()
@@ -271,7 +275,7 @@ func (m *Manager) run(s *server) {
 	late := r.enter(s.name)
 	var last string // hash of the last list recorded
 	if err != nil {
-		m.emit(&events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(listStart)})
+		m.emitDeferred("", &events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(listStart)})
 	} else {
 		cause := events.CauseInitial
 		if late {
@@ -279,7 +283,7 @@ func (m *Manager) run(s *server) {
 		}
 		listed := m.listed(s, defs, m.now().Sub(listStart), cause)
 		last = listed.ToolsHash
-		m.emit(listed)
+		m.emitDeferred("", listed)
 	}
 	r.settle(s.name, err)
 	r.leave()

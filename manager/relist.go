@@ -38,14 +38,14 @@ func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
 			}
 		}
 		prev = time.Now()
-		m.emit(&events.ToolListChanged{Server: s.name})
+		m.emitDeferred("", &events.ToolListChanged{Server: s.name})
 		start := m.now()
 		defs, err := m.listTools(s.ctx, s, lc)
 		if s.ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			m.emit(&events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(start)})
+			m.emitDeferred("", &events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(start)})
 			m.log.Warn("MCP tool re-list failed", "server", s.name, "err", err)
 			last = "" // whatever comes next is news
 			continue
@@ -55,6 +55,6 @@ func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
 			continue
 		}
 		last = listed.ToolsHash
-		m.emit(listed)
+		m.emitDeferred("", listed)
 	}
 }
