@@ -117,7 +117,7 @@ func (e *estimator) letters(w []byte) {
 // camelSegment returns the length of the first segment of w: an uppercase
 // run that is not followed by a lowercase letter ("HTTP" of "HTTPServer"),
 // or an optional uppercase letter and a lowercase run ("Server").
-func camelSegment(w []byte) int {
+func camelSegment[T string | []byte](w T) int {
 	i := 0
 	for i < len(w) && isUpper(w[i]) {
 		i++

@@ -115,3 +115,22 @@ func TestEstimateTokensAgainstTokenizer(t *testing.T) {
 	}
 	t.Logf("worst single tool: %.1f %% off (%s)", 100*worst, ref.Tokenizer)
 }
+
+// TestEstimateTextTokens checks small texts whose real counts are known
+// (cl100k_base / o200k_base, from gpt-tokenizer 4.0.0).
+func TestEstimateTextTokens(t *testing.T) {
+	for _, tc := range []struct {
+		text     string
+		min, max int
+	}{
+		{"", 0, 0},
+		{"Create a new issue in a GitHub repository.", 9, 10},
+		{`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`, 18, 19},
+		{"pullNumber", 2, 2},
+		{"12345678", 3, 3},
+	} {
+		if got := EstimateTextTokens(tc.text); got < tc.min || got > tc.max {
+			t.Errorf("EstimateTextTokens(%q) = %d, want %d..%d", tc.text, got, tc.min, tc.max)
+		}
+	}
+}
