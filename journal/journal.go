@@ -450,6 +450,26 @@ func (j *Journal) Attach(ctx context.Context, p Projection) error {
 	return nil
 }
 
+// Detach stops applying envelopes to p and stores its checkpoint when it is
+// a [Checkpointer] that is due one. It returns once no Append is applying
+// an envelope to p. Detaching a projection that is not attached does
+// nothing. A session's manager detaches its view when it closes, so a
+// process that runs many sessions does not fold every append into the
+// views of sessions long closed.
+func (j *Journal) Detach(p Projection) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i, a := range j.projections {
+		if a.p == p {
+			if !j.closed {
+				j.maybeCheckpoint(context.Background(), a, false)
+			}
+			j.projections = append(j.projections[:i], j.projections[i+1:]...)
+			return
+		}
+	}
+}
+
 // catchUpOne applies to a newly attached projection every stored envelope
 // from a.next on. A projection that folds one event type ([TypeFilter]) on
 // a store that reads by type ([store.TypeReader]) is given only the

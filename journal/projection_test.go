@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -148,4 +149,32 @@ func TestCheckpointNeverAheadOfApplied(t *testing.T) {
 	if seq, _, err := sn.LoadSnapshot(ctx, c.Name()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("checkpoint saved at seq %d (%v); the journal applied only seq 1", seq, err)
 	}
+}
+
+// A detached projection is given nothing more; the others go on.
+func TestDetach(t *testing.T) {
+	j, _ := newJournal(t, nil)
+	ctx := context.Background()
+	kept, gone := &seqRecorder{}, &seqRecorder{}
+	for _, p := range []journal.Projection{kept, gone} {
+		if err := j.Attach(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.Append(ctx, "s", ev(1), ev(2)); err != nil {
+		t.Fatal(err)
+	}
+	j.Detach(gone)
+	j.Detach(gone) // again: nothing
+	if _, err := j.Append(ctx, "s", ev(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.AppendDeferred(ctx, "s", "", nil, ev(4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kept.checkApplied(t, 4)
+	gone.checkApplied(t, 2)
 }
