@@ -129,13 +129,14 @@ type ConnectResult struct {
 // see its later changes through [Manager.Watch]. Nothing is torn down
 // implicitly: call [Manager.Close] (or DisconnectAll) when done.
 type Manager struct {
-	j       *journal.Journal
-	session string
-	opts    Options
-	log     *slog.Logger
-	cache   *projector.ToolCache
-	dial    dialer
-	now     func() time.Time
+	j        *journal.Journal
+	session  string
+	opts     Options
+	log      *slog.Logger
+	cache    *projector.ToolCache
+	ownCache bool // cache was attached by New (Options.ToolCache unset)
+	dial     dialer
+	now      func() time.Time
 	// sched is the test seam at the scheduling points; nil outside tests
 	// (see yield, which lists the points).
 	sched func(point, server string)
@@ -147,7 +148,9 @@ type Manager struct {
 
 	viewMu sync.Mutex
 	view   *projector.ToolView
-	lookup toolIndex // (viewMu) the view's tools for Tool; see lookup.go
+	// viewProj keeps view current; Close detaches it from the journal.
+	viewProj *viewProjection
+	lookup   toolIndex // (viewMu) the view's tools for Tool; see lookup.go
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
@@ -237,7 +240,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	ctx := context.Background()
 	if m.cache == nil {
-		m.cache = projector.NewToolCache()
+		m.cache, m.ownCache = projector.NewToolCache(), true
 		if err := j.Attach(ctx, m.cache); err != nil {
 			return nil, fmt.Errorf("manager: attach tool cache: %w", err)
 		}
@@ -294,7 +297,8 @@ func (m *Manager) attachView(ctx context.Context) error {
 		}
 		m.view.Apply(env)
 	}
-	if err := m.j.Attach(ctx, &viewProjection{m: m, floor: floor}); err != nil {
+	m.viewProj = &viewProjection{m: m, floor: floor}
+	if err := m.j.Attach(ctx, m.viewProj); err != nil {
 		return fmt.Errorf("manager: attach view: %w", err)
 	}
 	return nil
@@ -508,6 +512,13 @@ func (m *Manager) Close(ctx context.Context) error {
 	// The calls' events, recorded without waiting, are stored by now.
 	if ferr := m.j.Flush(context.WithoutCancel(ctx)); err == nil && !errors.Is(ferr, journal.ErrClosed) {
 		err = ferr
+	}
+	// Nothing more is recorded for the session: stop folding the
+	// journal's appends into its view (which stays as it is). A cache the
+	// manager attached itself goes too.
+	m.j.Detach(m.viewProj)
+	if m.ownCache {
+		m.j.Detach(m.cache)
 	}
 	return err
 }
