@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mcplife/mcplife/events"
 )
@@ -79,7 +80,8 @@ const minSecretLen = 4
 // and working directory. An env or header entry whose resolution fails is
 // omitted and the reason logged (without the value).
 func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, r Resolver, log *slog.Logger) resolved {
-	secrets := inheritedSecrets(os.Environ())
+	// Clipped: appending must not write into the shared slice.
+	secrets := slices.Clip(processSecrets.of(os.Environ()))
 	do := func(kind string, in map[string]string) map[string]string {
 		if len(in) == 0 {
 			return nil
@@ -113,6 +115,30 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 	}
 	res.scrub = newScrubber(secrets)
 	return res
+}
+
+// processSecrets remembers inheritedSecrets of the last environment seen:
+// the process's environment seldom changes, and matching every name against
+// the credential pattern at each connect cost more than the rest of
+// resolving a config.
+var processSecrets secretMemo
+
+type secretMemo struct {
+	mu      sync.Mutex
+	environ []string
+	secrets []string
+}
+
+// of returns inheritedSecrets(environ), computed again only when environ
+// differs from the last one. The result is shared: callers must not modify
+// it.
+func (c *secretMemo) of(environ []string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.environ == nil || !slices.Equal(c.environ, environ) {
+		c.environ, c.secrets = environ, inheritedSecrets(environ)
+	}
+	return c.secrets
 }
 
 // inheritedSecrets returns the values of the variables in environ (KEY=VALUE
