@@ -38,6 +38,7 @@ const (
 	TypeDisconnected       = "Disconnected"
 	TypeReloadRequested    = "ReloadRequested"
 	TypeReloadCompleted    = "ReloadCompleted"
+	TypeToolsActivated     = "ToolsActivated"
 )
 
 // SkipReason says why [ServerSkipped] (or [ServerInvalid]) left a server
@@ -86,6 +87,19 @@ const (
 	ReasonTransportClosed DisconnectReason = "transport closed"
 	ReasonProcessExited   DisconnectReason = "process exited"
 	ReasonError           DisconnectReason = "error"
+)
+
+// ActivationCause says who loaded tools into a session ([ToolsActivated]).
+type ActivationCause string
+
+// Causes of [ToolsActivated].
+const (
+	// ActivatedBySearch: the session's search tool found the tools and
+	// loaded them for the agent's next turn.
+	ActivatedBySearch ActivationCause = "search"
+	// ActivatedByHost: the host loaded them by name (an explicit call, a
+	// tool call by name).
+	ActivatedByHost ActivationCause = "host"
 )
 
 // SessionStarted is recorded when a runtime session begins.
@@ -258,6 +272,16 @@ type ReloadCompleted struct {
 	Duration time.Duration `json:"duration"`
 }
 
+// ToolsActivated is recorded when tools held back by a session's tool
+// budget were loaded into the session, so the agent can call them. Tools
+// holds exposed names (mcp_<server>_<tool>) as the session's tool view
+// named them at that moment. What the agent searched for is not recorded:
+// a query may quote anything, secrets included.
+type ToolsActivated struct {
+	Tools []string        `json:"tools"`
+	By    ActivationCause `json:"by"`
+}
+
 func (*SessionStarted) Type() string     { return TypeSessionStarted }
 func (*SessionClosed) Type() string      { return TypeSessionClosed }
 func (*DiscoveryFailed) Type() string    { return TypeDiscoveryFailed }
@@ -277,6 +301,7 @@ func (*ToolCallFinished) Type() string   { return TypeToolCallFinished }
 func (*Disconnected) Type() string       { return TypeDisconnected }
 func (*ReloadRequested) Type() string    { return TypeReloadRequested }
 func (*ReloadCompleted) Type() string    { return TypeReloadCompleted }
+func (*ToolsActivated) Type() string     { return TypeToolsActivated }
 
 func (e *ServerDiscovered) ServerName() string  { return e.Server }
 func (e *ServerSkipped) ServerName() string     { return e.Server }
@@ -317,6 +342,7 @@ var decoders = map[string]struct {
 	TypeDisconnected:       {1, func() Event { return new(Disconnected) }},
 	TypeReloadRequested:    {1, func() Event { return new(ReloadRequested) }},
 	TypeReloadCompleted:    {1, func() Event { return new(ReloadCompleted) }},
+	TypeToolsActivated:     {1, func() Event { return new(ToolsActivated) }},
 }
 
 // Types returns every known event type string, sorted.

@@ -63,6 +63,11 @@ type ServerConfig struct {
 	DisabledTools []string `json:"disabledTools,omitempty"`
 	// ProtocolVersion pins the MCP protocol version the client offers.
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// AlwaysLoad keeps the server's tools exposed to the model when a
+	// session's tool budget holds the other servers' tools back behind
+	// its search tool. Omitted when false, so configurations without it
+	// hash as before.
+	AlwaysLoad bool `json:"alwaysLoad,omitempty"`
 }
 
 // Transport returns the effective transport: the explicit Type when set,

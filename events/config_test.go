@@ -1,6 +1,8 @@
 package events
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"regexp"
 	"strings"
@@ -56,3 +58,23 @@ func TestValidServerNameMatchesThePattern(t *testing.T) {
 }
 
 var serverNameRE = regexp.MustCompile(ServerNamePattern)
+
+// AlwaysLoad is left out of the canonical JSON when false, so every
+// configuration recorded before it existed keeps its hash (the tool
+// cache's key, and the golden streams' configHash).
+func TestAlwaysLoadFalseKeepsTheHash(t *testing.T) {
+	cfg := ServerConfig{Name: "git", Command: "git-mcp", Args: []string{"--repo", "."}, Env: map[string]string{"A": "b"}}
+	// The canonical JSON the hash was taken of before AlwaysLoad existed.
+	sum := sha256.Sum256([]byte(`{"args":["--repo","."],"command":"git-mcp","env":{"A":"b"}}`))
+	if got, want := cfg.Hash(), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("Hash = %s, want %s (the hash before alwaysLoad existed)", got, want)
+	}
+	loaded := cfg
+	loaded.AlwaysLoad = true
+	if loaded.Hash() == cfg.Hash() {
+		t.Error("alwaysLoad: true does not change the hash")
+	}
+	if !loaded.Redact().AlwaysLoad || !loaded.Clone().AlwaysLoad {
+		t.Error("Redact or Clone drops AlwaysLoad")
+	}
+}

@@ -64,6 +64,8 @@ func Describe(ev Event) string {
 		return fmt.Sprintf("servers=%d", e.Servers)
 	case *ReloadCompleted:
 		return fmt.Sprintf("servers=%d failed=%d tools=%d", e.Servers, e.Failed, e.Tools)
+	case *ToolsActivated:
+		return fmt.Sprintf("by=%s count=%d tools=[%s]", e.By, len(e.Tools), strings.Join(e.Tools, " "))
 	case *Unknown:
 		return fmt.Sprintf("(unknown schema %d) %s", e.Schema, e.Data)
 	}

@@ -31,6 +31,7 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&Disconnected{Server: "s", Reason: ReasonProcessExited, ExitStatus: &exit},
 		&ReloadRequested{Servers: 2},
 		&ReloadCompleted{Servers: 2, Failed: 1, Tools: 3},
+		&ToolsActivated{Tools: []string{"mcp_s_t", "mcp_s_u"}, By: ActivatedBySearch},
 	}
 	if len(all) != len(Types()) {
 		t.Fatalf("test covers %d types, catalogue has %d", len(all), len(Types()))

@@ -43,6 +43,7 @@ func mapNative(f fields, e *entry) {
 	c.EnabledTools = f.strs("enabledTools")
 	c.DisabledTools = f.strs("disabledTools")
 	c.ProtocolVersion = f.str("protocolVersion")
+	c.AlwaysLoad = alwaysLoad(f)
 	switch p := f.str("envPolicy"); p {
 	case "", "names":
 	case "literal":
@@ -52,10 +53,23 @@ func mapNative(f fields, e *entry) {
 	}
 }
 
-// mapClaudeCode reads Claude Code's entries: type stdio, http or sse.
+// mapClaudeCode reads Claude Code's entries: type stdio, http or sse;
+// alwaysLoad keeps a server's tools out of Claude Code's tool search, which
+// is what it means here too.
 func mapClaudeCode(f fields, e *entry) {
 	mapCommon(f, e)
 	e.cfg.TimeoutMs = f.millis("timeout", 1)
+	e.cfg.AlwaysLoad = alwaysLoad(f)
+}
+
+// alwaysLoad reads the per-server "alwaysLoad" boolean. Of the formats
+// read here only the native one and Claude Code's document a per-server
+// switch that keeps a server's tools loaded when the others are deferred
+// behind a search; the others (Codex's tool_search_always_defer_mcp_tools
+// is global, not per server) are not mapped.
+func alwaysLoad(f fields) bool {
+	b := f.boolean("alwaysLoad")
+	return b != nil && *b
 }
 
 // mapCursor reads Cursor's entries.

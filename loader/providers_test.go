@@ -33,7 +33,7 @@ func TestProviders(t *testing.T) {
   "$schema": "https://mcplife.dev/mcp.schema.json",
   "mcpServers": {
     "git": {"command": "uvx", "args": ["mcp-server-git", "--repository", "${HOME}/src"], "timeout": 5000, "enabledTools": ["git_*"], "disabledTools": ["git_push"]},
-    "docs": {"type": "streamable-http", "url": "https://docs.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}, "protocolVersion": "2025-06-18"},
+    "docs": {"type": "streamable-http", "url": "https://docs.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}, "protocolVersion": "2025-06-18", "alwaysLoad": true},
   },
 }`,
 				"./.mcplife/mcp.json": `{
@@ -45,7 +45,7 @@ func TestProviders(t *testing.T) {
 			env: map[string]string{"HOME": "/home/u", "DOCS_TOKEN": "s3cret"},
 			want: []server{
 				{events.ServerConfig{Name: "git", Command: "./bin/git-mcp", Cwd: "tools", Enabled: new(true)}, [3]string{"native", "./.mcplife/mcp.json", "project"}},
-				{events.ServerConfig{Name: "docs", Type: "http", URL: "https://docs.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${DOCS_TOKEN}"}, ProtocolVersion: "2025-06-18"}, [3]string{"native", "~/.config/mcplife/mcp.json", "user"}},
+				{events.ServerConfig{Name: "docs", Type: "http", URL: "https://docs.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${DOCS_TOKEN}"}, ProtocolVersion: "2025-06-18", AlwaysLoad: true}, [3]string{"native", "~/.config/mcplife/mcp.json", "user"}},
 			},
 			skipped: []skipView{{"git", "shadowed", "shadowed by mcplife (project) {{PROJ}}/.mcplife/mcp.json"}},
 		},
@@ -74,7 +74,7 @@ func TestProviders(t *testing.T) {
 }`,
 				"./.mcp.json": `{
   "mcpServers": {
-    "sentry": {"type": "sse", "url": "https://mcp.sentry.dev/sse"},
+    "sentry": {"type": "sse", "url": "https://mcp.sentry.dev/sse", "alwaysLoad": true},
     "rejected": {"command": "run-me"},
     "api": {"type": "http", "url": "${API_BASE_URL:-https://api.example.com}/mcp", "headers": {"Authorization": "Bearer ${API_KEY}"}}
   }
@@ -85,7 +85,7 @@ func TestProviders(t *testing.T) {
 			want: []server{
 				{events.ServerConfig{Name: "local-db", Type: "stdio", Command: "uvx", Args: []string{"mcp-server-sqlite", "--db-path", "${DATA_DIR:-/var/data}/db.sqlite"}, Env: map[string]string{}}, [3]string{"claude-code", "~/.claude.json", "user"}},
 				{events.ServerConfig{Name: "memory", Type: "stdio", Command: "node", Args: []string{"memory-local.js"}}, [3]string{"claude-code", "~/.claude.json", "user"}},
-				{events.ServerConfig{Name: "sentry", Type: "sse", URL: "https://mcp.sentry.dev/sse"}, [3]string{"claude-code", "./.mcp.json", "project"}},
+				{events.ServerConfig{Name: "sentry", Type: "sse", URL: "https://mcp.sentry.dev/sse", AlwaysLoad: true}, [3]string{"claude-code", "./.mcp.json", "project"}},
 				{events.ServerConfig{Name: "api", Type: "http", URL: "${API_BASE_URL:-https://api.example.com}/mcp", Headers: map[string]string{"Authorization": "Bearer ${API_KEY}"}}, [3]string{"claude-code", "./.mcp.json", "project"}},
 				{events.ServerConfig{Name: "github", Type: "http", URL: "https://api.githubcopilot.com/mcp/", Headers: map[string]string{"Authorization": "Bearer ${GITHUB_PAT}"}}, [3]string{"claude-code", "~/.claude.json", "user"}},
 				{events.ServerConfig{Name: "fetch", Command: "uvx", Args: []string{"mcp-server-fetch"}}, [3]string{"claude-code", "~/.claude/mcp.json", "user"}},
@@ -196,7 +196,7 @@ startup_timeout_ms = 1500
 			files: map[string]string{
 				"~/.cursor/mcp.json": `{"mcpServers": {
   "mcp-server": {"command": "npx", "args": ["-y", "mcp-server"], "env": {"API_KEY": "${env:CURSOR_API_KEY}"}},
-  "remote": {"url": "https://example.com/mcp", "headers": {"API_KEY": "value"}}
+  "remote": {"url": "https://example.com/mcp", "headers": {"API_KEY": "value"}, "alwaysLoad": true}
 }}`,
 				"./.cursor/mcp.json": `{"mcpServers": {"ws": {"command": "node", "args": ["${workspaceFolder}/server.js", "--home", "${userHome}"]}}}`,
 			},
