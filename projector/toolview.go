@@ -100,7 +100,8 @@ type Tool struct {
 // sets deferred tools while connecting or while the first tools/list of a
 // connected server is pending, unless a live list arrived;
 // Disconnected → disconnected, tools removed; SessionClosed disconnects
-// every server. A ToolsListed for a disconnected or unknown server, and a
+// every server; ToolsActivated loads tools (see [ToolView.LoadedTools])
+// without changing the tool list or Version. A ToolsListed for a disconnected or unknown server, and a
 // CachedToolsServed for a disconnected server, are out of order
 // (see mcp-audit verify) and change nothing.
 //
@@ -125,6 +126,10 @@ type ToolView struct {
 	// changed is set by applyEvent when the current event changed the
 	// tool list or a status.
 	changed bool
+
+	// loaded holds the tools a session's tool budget loaded
+	// (ToolsActivated), by server and original name.
+	loaded map[ToolRef]bool
 
 	// Cache of Tools(), rebuilt when toolsValid is false.
 	toolsValid bool
@@ -197,7 +202,7 @@ func toolViewUses(t string) bool {
 	case events.TypeSessionClosed, events.TypeDiscoveryFailed, events.TypeServerDiscovered,
 		events.TypeServerInvalid, events.TypeConnectStarted, events.TypeServerConnected,
 		events.TypeConnectFailed, events.TypeToolsListed, events.TypeToolsListFailed,
-		events.TypeCachedToolsServed, events.TypeDisconnected:
+		events.TypeCachedToolsServed, events.TypeDisconnected, events.TypeToolsActivated:
 		return true
 	}
 	return false
@@ -223,6 +228,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.state.Config.Name = e.Server
 		if filtersChanged && len(s.raw) > 0 {
 			v.expose(s)
+			v.unloadMissing(s)
 		}
 	case *events.ServerInvalid:
 		s := v.server(e.Server)
@@ -271,6 +277,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		}
 		v.setTools(s, e.Tools, false, 0)
 		s.hasLive = true
+		v.unloadMissing(s)
 	case *events.ToolsListFailed:
 		s := v.server(e.Server)
 		s.state.Error = e.Error
@@ -280,6 +287,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		// tools/list is still pending: connected, but without live tools.
 		if ok && s.state.Status != StatusDisconnected && !s.hasLive {
 			v.setTools(s, e.Tools, true, e.CacheAge)
+			v.unloadMissing(s)
 		}
 	case *events.Disconnected:
 		s := v.server(e.Server)
@@ -296,9 +304,28 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		}
 	case *events.DiscoveryFailed:
 		v.discovery = append(v.discovery, *e)
+	case *events.ToolsActivated:
+		for _, name := range e.Tools {
+			if ref, ok := v.Resolve(name); ok {
+				if v.loaded == nil {
+					v.loaded = make(map[ToolRef]bool)
+				}
+				v.loaded[ref] = true
+			}
+		}
 	}
 	if v.changed {
 		v.version++
+	}
+}
+
+// unloadMissing unloads the loaded tools of s that its exposed list no
+// longer holds: the server dropped them, or a filter now hides them.
+func (v *ToolView) unloadMissing(s *serverEntry) {
+	for ref := range v.loaded {
+		if ref.Server == s.state.Name && !slices.ContainsFunc(s.state.Tools, func(t events.ToolDef) bool { return t.Name == ref.Tool }) {
+			delete(v.loaded, ref)
+		}
 	}
 }
 
@@ -439,6 +466,38 @@ func (v *ToolView) Tools() []Tool {
 	return slices.Clone(v.tools)
 }
 
+// IsLoaded reports whether the tool exposed under name was loaded by a
+// ToolsActivated event and is still in the view.
+func (v *ToolView) IsLoaded(name string) bool {
+	ref, ok := v.Resolve(name)
+	return ok && v.loaded[ref]
+}
+
+// LoadedTools returns the view's tools that ToolsActivated events loaded,
+// sorted by exposed name.
+//
+// The loaded set is a fold: ToolsActivated adds the tools it names, each
+// resolved by the view as it stands at that event (a name the view does
+// not hold adds nothing). A tool stays loaded while its server is away
+// (disconnected, reconnecting, reloading): it is simply not in the view
+// then, and comes back loaded when its server lists it again. A list of
+// its server without it (ToolsListed, CachedToolsServed, or a filter
+// change in ServerDiscovered) unloads it; a later list that holds it again
+// does not load it again.
+func (v *ToolView) LoadedTools() []Tool {
+	if len(v.loaded) == 0 {
+		return []Tool{}
+	}
+	v.buildTools()
+	out := make([]Tool, 0, len(v.loaded))
+	for _, t := range v.tools {
+		if v.loaded[ToolRef{Server: t.Server, Tool: t.Original}] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Collisions returns the name collisions resolved for the current tools.
 func (v *ToolView) Collisions() []Collision {
 	v.buildTools()
@@ -498,6 +557,7 @@ func (v *ToolView) Clone() *ToolView {
 		c.servers[name] = &cs
 	}
 	c.discovery = slices.Clone(v.discovery)
+	c.loaded = maps.Clone(v.loaded)
 	// The cached tool list is never modified in place, only replaced, so
 	// the copy may share it.
 	return &c

@@ -7,6 +7,13 @@
 // the session runs the reload flow and shares its connections with
 // subagents.
 //
+// With a tool budget ([Options.ToolBudget]) a session whose MCP tools
+// would cost more than the budget exposes only the tools of alwaysLoad
+// servers, the tools loaded so far and one search tool
+// ([SearchToolName]) over every tool; the search loads what it finds and
+// records ToolsActivated. [Expose] computes the same exposure from a
+// replayed view.
+//
 // The loader and the manager do not know each other; a host that wants
 // its own manager uses [DiscoverAndLoad] and [Discoverer], which hold the
 // same wiring.

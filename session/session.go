@@ -79,6 +79,24 @@ type Options struct {
 	Manager *manager.Options
 	// Tools are the agent's own, non-MCP tools.
 	Tools []Tool
+	// ToolBudget bounds, in estimated tokens, what the definitions of the
+	// MCP tools exposed to the model may cost: each tool's exposed name,
+	// description and input schema, estimated by [EstimateTool]. 0 (the
+	// default) means no budget.
+	//
+	// While every MCP tool of the session fits the budget, nothing
+	// changes. Over it, [Session.Tools] holds the agent's own tools, the
+	// tools of servers whose config sets alwaysLoad, the tools loaded so
+	// far, and one search tool ([SearchToolName]) that ranks every tool of
+	// the session, held back or not, and loads its matches, recording
+	// ToolsActivated (see [Session.LoadTools] for loading by name). The
+	// agent calls a loaded tool in its next turn. A loaded tool stays
+	// loaded while its server lists it, across re-lists, drops,
+	// reconnects and reloads; a list of its server without it unloads it
+	// (see [projector.ToolView.LoadedTools]). The budget is recorded in
+	// SessionStarted's options ("toolBudget"), so a replay exposes what the
+	// session exposed ([Expose]).
+	ToolBudget int
 	// Logger receives per-server errors and late failures; nil discards.
 	Logger *slog.Logger
 }
@@ -92,6 +110,10 @@ type Session struct {
 	load    *LoadResult
 	// discover rediscovers for Reload.
 	discover manager.DiscoverFunc
+	// budget is nil when Options.ToolBudget is 0; a subagent shares its
+	// parent's, and parent is the session it was made from.
+	budget *budget
+	parent *Session
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -102,7 +124,8 @@ type Session struct {
 
 	mu        sync.Mutex
 	own       []Tool
-	mcp       []Tool          // sorted by name
+	mcp       []Tool // exposed MCP tools and the search tool, sorted by name
+	exposure  Exposure
 	active    map[string]bool // nil: every tool is active
 	changes   chan struct{}
 	closed    bool
@@ -133,6 +156,12 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	s := &Session{id: o.ID, log: log, own: slices.Clone(o.Tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
 	if s.id == "" {
 		s.id = journal.NewSessionID()
+	}
+	if o.ToolBudget < 0 {
+		return nil, fmt.Errorf("session: ToolBudget %d is negative (0 means no budget)", o.ToolBudget)
+	}
+	if o.ToolBudget > 0 {
+		s.budget = newBudget(o.ToolBudget)
 	}
 	if o.DisableMCP {
 		close(s.done)
@@ -205,6 +234,9 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 			"extraConfigs":        strconv.Itoa(len(lo.ExtraConfigs)),
 		}
 	}
+	if o.ToolBudget > 0 {
+		started.Options[ToolBudgetOption] = strconv.Itoa(o.ToolBudget)
+	}
 	if err := m.Record(ctx, started); err != nil {
 		m.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("session: %w", err)
@@ -231,10 +263,16 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	return s, nil
 }
 
-// shared returns a session that uses m, which it does not own, with its
-// own registry of tools plus m's tools; it reloads with discover.
-func shared(m *manager.Manager, discover manager.DiscoverFunc, tools []Tool, log *slog.Logger) (*Session, error) {
-	s := &Session{id: m.Session(), log: log, mgr: m, discover: discover, own: slices.Clone(tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
+// ToolBudgetOption is the key of SessionStarted's options that records
+// [Options.ToolBudget], when set.
+const ToolBudgetOption = "toolBudget"
+
+// shared returns a session that uses parent's manager, which it does not
+// own, with its own registry of tools plus the manager's tools and
+// parent's tool budget; it reloads with parent's discover.
+func shared(parent *Session, tools []Tool) (*Session, error) {
+	s := &Session{id: parent.mgr.Session(), log: parent.log, mgr: parent.mgr, discover: parent.discover, budget: parent.budget, parent: parent,
+		own: slices.Clone(tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.follow(); err != nil {
 		return nil, err
 	}
@@ -276,7 +314,8 @@ func (s *Session) Manager() *manager.Manager { return s.mgr }
 func (s *Session) LoadResult() *LoadResult { return s.load }
 
 // RefreshMCPTools replaces every mcp_ tool of the registry with the
-// manager's latest view. The selection of active tools is kept: tools that
+// manager's latest view, as the tool budget exposes it (see
+// [Options.ToolBudget]). The selection of active tools is kept: tools that
 // were active stay active; new tools become active only when every tool
 // was active (no explicit selection).
 func (s *Session) RefreshMCPTools() {
@@ -285,16 +324,30 @@ func (s *Session) RefreshMCPTools() {
 	}
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
+	var exp Exposure
+	if s.budget != nil {
+		// The view first: a tool listed after it is held back until the
+		// next refresh, which its own update brings.
+		exp = s.budget.update(s.mgr.View())
+	}
 	var fresh []Tool
 	for _, t := range s.mgr.Tools() {
+		if !exp.Exposed(t.Name) {
+			continue
+		}
 		fresh = append(fresh, Tool{
 			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Path: t.Path(), MCP: t,
 			Call: func(ctx context.Context, args json.RawMessage) (*manager.CallResult, error) { return t.Call(ctx, args) },
 		})
 	}
+	if exp.Applied {
+		fresh = append(fresh, s.searchTool())
+		slices.SortFunc(fresh, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	}
 	s.mu.Lock()
 	changed := !sameNames(s.mcp, fresh) || deferredChanged(s.mcp, fresh)
 	s.mcp = fresh
+	s.exposure = exp
 	s.mu.Unlock()
 	if changed {
 		select {
@@ -310,7 +363,7 @@ func sameNames(a, b []Tool) bool {
 
 func deferredChanged(a, b []Tool) bool {
 	for i := range min(len(a), len(b)) {
-		if a[i].MCP.Deferred != b[i].MCP.Deferred {
+		if (a[i].MCP != nil && a[i].MCP.Deferred) != (b[i].MCP != nil && b[i].MCP.Deferred) {
 			return true
 		}
 	}
@@ -322,7 +375,8 @@ func deferredChanged(a, b []Tool) bool {
 func (s *Session) Changes() <-chan struct{} { return s.changes }
 
 // Tools returns every tool of the registry, sorted by name: the agent's own
-// and the mcp_ tools.
+// and the mcp_ tools; over the tool budget, the exposed mcp_ tools and the
+// search tool ([Options.ToolBudget]).
 func (s *Session) Tools() []Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -406,13 +460,14 @@ func (s *Session) Reload(ctx context.Context) (*manager.ConnectResult, error) {
 
 // Subagent returns a session that shares this session's manager and
 // connections (no second spawn) and follows its later changes too. It has
-// its own registry holding tools plus the mcp_ tools. Closing it does not
-// disconnect anything.
+// its own registry holding tools plus the mcp_ tools, under this session's
+// tool budget: they share the manager's event stream, so a tool loaded by
+// either is loaded for both. Closing it does not disconnect anything.
 func (s *Session) Subagent(tools []Tool) (*Session, error) {
 	if s.mgr == nil {
 		return Start(context.Background(), nil, &Options{DisableMCP: true, Tools: tools, Logger: s.log})
 	}
-	sub, err := shared(s.mgr, s.discover, tools, s.log)
+	sub, err := shared(s, tools)
 	if err != nil {
 		return nil, err
 	}
