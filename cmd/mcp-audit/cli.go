@@ -72,6 +72,7 @@ func commands() []command {
 		{name: "discover", summary: "show what would be connected, and what is skipped and why", run: runDiscover},
 		{name: "sessions", summary: "list recorded sessions", run: runSessions},
 		{name: "replay", summary: "replay SESSION|last [--follow]: a session's events with relative times", run: runReplay},
+		{name: "search", summary: "search QUERY [--server S] [--limit N]: rank the tools of the discovered servers", run: runSearch},
 		{name: "inspect", summary: "inspect SESSION --at TIME|--seq N: servers and tools at that point", run: runInspect},
 		{name: "verify", summary: "verify [SESSION|--all]: check the lifecycle ordering invariants", run: runVerify},
 		{name: "timeline", summary: "timeline SESSION -o FILE.svg|.html: waterfall of the startup", run: runTimeline},
@@ -392,6 +393,9 @@ type toolJSON struct {
 	Server   string `json:"server"`
 	Tool     string `json:"tool"`
 	Deferred bool   `json:"deferred"`
+	// Loaded is set when a tool budget is in force: the tool is exposed
+	// to the model now.
+	Loaded *bool `json:"loaded,omitempty"`
 }
 
 func fmtOffset(d time.Duration) string {

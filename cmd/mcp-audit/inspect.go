@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/projector"
+	mcpsession "github.com/mcplife/mcplife/session"
 )
 
 // inspectJSON is the output of `inspect --json`.
@@ -19,6 +20,9 @@ type inspectJSON struct {
 	AtTime  time.Time           `json:"atTime"`
 	Servers []inspectServerJSON `json:"servers"`
 	Tools   []toolJSON          `json:"tools"`
+	// Budget is set when the session ran with a tool budget; then each
+	// tool says whether it was loaded at that point.
+	Budget *budgetJSON `json:"budget,omitempty"`
 }
 
 type inspectServerJSON struct {
@@ -50,6 +54,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	view := projector.NewToolView(session)
 	var start, limit, atTime time.Time
 	var atSeq uint64
+	budget := 0
 	for env, err := range st.ReadStream(ctx, session, 1) {
 		if err != nil {
 			return err
@@ -66,6 +71,9 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 			break
 		}
 		view.Apply(env)
+		if env.Type == events.TypeSessionStarted {
+			budget = recordedBudget(env)
+		}
 		atSeq, atTime = env.Seq, env.Time
 	}
 	if start.IsZero() {
@@ -76,8 +84,14 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 		out.Servers = append(out.Servers, inspectServerJSON{Name: s.Name, Status: s.Status, Transport: s.Transport,
 			Source: s.Source, Tools: len(s.Tools), Deferred: s.Deferred, Error: s.Error})
 	}
-	for _, t := range view.Tools() {
-		out.Tools = append(out.Tools, toolJSON{Name: t.Name, Server: t.Server, Tool: t.Original, Deferred: t.Deferred})
+	if budget > 0 {
+		exp := mcpsession.Expose(view, budget)
+		out.Budget = budgetOf(exp)
+		out.Tools = exposedTools(view, exp)
+	} else {
+		for _, t := range view.Tools() {
+			out.Tools = append(out.Tools, toolJSON{Name: t.Name, Server: t.Server, Tool: t.Original, Deferred: t.Deferred})
+		}
 	}
 	if g.json {
 		return g.writeJSON(out)
@@ -96,11 +110,38 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	tw.Flush()
 	fmt.Fprintln(g.stdout)
 	tw = tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	if b := out.Budget; b != nil {
+		fmt.Fprintf(g.stdout, "tool budget %d tokens: %d estimated tokens; %d of %d tools loaded (%d tokens), budget applied: %t\n\n",
+			b.Tokens, b.TotalTokens, b.Loaded, b.Total, b.LoadedTokens, b.Applied)
+		fmt.Fprintln(tw, "TOOL\tSERVER\tORIGINAL\tDEFERRED\tLOADED")
+		for _, t := range out.Tools {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%t\n", escapeLine(t.Name), escapeLine(t.Server), escapeLine(t.Tool), t.Deferred, *t.Loaded)
+		}
+		return tw.Flush()
+	}
 	fmt.Fprintln(tw, "TOOL\tSERVER\tORIGINAL\tDEFERRED")
 	for _, t := range out.Tools {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\n", escapeLine(t.Name), escapeLine(t.Server), escapeLine(t.Tool), t.Deferred)
 	}
 	return tw.Flush()
+}
+
+// recordedBudget returns the tool budget a SessionStarted envelope
+// records, or 0.
+func recordedBudget(env events.Envelope) int {
+	ev, err := events.Decode(env)
+	if err != nil {
+		return 0
+	}
+	started, ok := ev.(*events.SessionStarted)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(started.Options[mcpsession.ToolBudgetOption])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 func sourceLabel(s events.SourceMeta) string {

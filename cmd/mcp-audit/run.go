@@ -27,6 +27,40 @@ type runJSON struct {
 	Tools   []toolJSON          `json:"tools"`
 	Errors  []session.LoadError `json:"errors"`
 	Call    *runCallJSON        `json:"call,omitempty"`
+	Budget  *budgetJSON         `json:"budget,omitempty"`
+}
+
+// budgetJSON is the tool budget's part of `run --once --json` and
+// `inspect --json`: the budget, what the exposed tools cost (the search
+// tool included when the budget applies), how many of the MCP tools are
+// exposed, and what every tool would cost.
+type budgetJSON struct {
+	Tokens       int  `json:"tokens"`
+	LoadedTokens int  `json:"loadedTokens"`
+	Loaded       int  `json:"loaded"`
+	Total        int  `json:"total"`
+	Applied      bool `json:"applied"`
+	TotalTokens  int  `json:"totalTokens"`
+}
+
+// defaultToolBudget is run's tool budget: 10 % of a 200k-token context.
+const defaultToolBudget = 20000
+
+func budgetOf(e session.Exposure) *budgetJSON {
+	return &budgetJSON{Tokens: e.Budget, LoadedTokens: e.LoadedTokens, Loaded: e.Loaded, Total: e.Total, Applied: e.Applied, TotalTokens: e.Tokens}
+}
+
+// exposedTools lists every MCP tool of view with whether the exposure
+// loads it, and the search tool (server "") when the budget applies.
+func exposedTools(view *projector.ToolView, e session.Exposure) []toolJSON {
+	out := []toolJSON{}
+	if e.Applied {
+		out = append(out, toolJSON{Name: session.SearchToolName, Loaded: new(true)})
+	}
+	for _, t := range view.Tools() {
+		out = append(out, toolJSON{Name: t.Name, Server: t.Server, Tool: t.Original, Deferred: t.Deferred, Loaded: new(e.Exposed(t.Name))})
+	}
+	return out
 }
 
 type runGateJSON struct {
@@ -60,6 +94,7 @@ type runOptions struct {
 	settle time.Duration
 	call   string
 	args   string
+	budget int
 }
 
 func runRun(ctx context.Context, g *globals, args []string) error {
@@ -71,6 +106,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with --once: how long to wait for servers still connecting")
 	fs.StringVar(&o.call, "call", "", "call one tool, `SERVER/TOOL` (the tool's own name)")
 	fs.StringVar(&o.args, "args", "{}", "JSON arguments for --call")
+	fs.IntVar(&o.budget, "tool-budget", defaultToolBudget, "tool budget in estimated `TOKENS` of the exposed tool definitions; over it, tools wait behind a search tool (0: off)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -80,6 +116,9 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 	if o.gate <= 0 {
 		return usagef("--gate must be positive")
+	}
+	if o.budget < 0 {
+		return usagef("--tool-budget must not be negative (0 turns it off)")
 	}
 	var callServer, callTool string
 	if o.call != "" {
@@ -114,7 +153,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 	start := time.Now()
 	s, err := session.Start(ctx, j, &session.Options{
-		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate}, Logger: logger,
+		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate}, Logger: logger, ToolBudget: o.budget,
 	})
 	if err != nil {
 		return err
@@ -174,14 +213,22 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 			out.Errors = append(out.Errors, session.LoadError{Path: "mcp:" + st.Name, Error: st.Error})
 		}
 	}
-	for _, t := range s.Tools() {
-		if t.MCP != nil {
-			out.Tools = append(out.Tools, toolJSON{Name: t.Name, Server: t.MCP.Server, Tool: t.MCP.Original, Deferred: t.MCP.Deferred})
-		}
-	}
 	var callErr error
 	if o.call != "" {
 		out.Call, callErr = callTool1(ctx, g, s, callServer, callTool, o.args)
+	}
+	// After the call, which may have loaded its tool.
+	s.RefreshMCPTools()
+	exp := s.Exposure()
+	if o.budget > 0 {
+		out.Budget = budgetOf(exp)
+		out.Tools = exposedTools(s.Manager().View(), exp)
+	} else {
+		for _, t := range s.Tools() {
+			if t.MCP != nil {
+				out.Tools = append(out.Tools, toolJSON{Name: t.Name, Server: t.MCP.Server, Tool: t.MCP.Original, Deferred: t.MCP.Deferred})
+			}
+		}
 	}
 	if g.json {
 		if err := g.writeJSON(out); err != nil {
@@ -191,6 +238,13 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintln(g.stdout, "\nafter settling:")
 		printServers(g, view)
 		printTools(g, s)
+		if b := out.Budget; b != nil {
+			verdict := "under it, every tool is exposed"
+			if b.Applied {
+				verdict = fmt.Sprintf("%d of %d tools loaded, %d estimated tokens instead of %d; the rest behind %s", b.Loaded, b.Total, b.LoadedTokens, b.TotalTokens, session.SearchToolName)
+			}
+			fmt.Fprintf(g.stdout, "\ntool budget %d tokens: %d estimated tokens, %s\n", b.Tokens, b.TotalTokens, verdict)
+		}
 	}
 	switch {
 	case callErr != nil:
@@ -266,6 +320,20 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 		if t.MCP != nil && t.MCP.Server == server && t.MCP.Original == tool {
 			target = &t
 			break
+		}
+	}
+	if target == nil {
+		// A tool the budget holds back is loaded, as an agent's host would.
+		for _, t := range s.Manager().Tools() {
+			if t.Server == server && t.Original == tool {
+				if err := s.LoadTools(ctx, t.Name); err != nil {
+					return nil, fmt.Errorf("--call %s/%s: %w", server, tool, err)
+				}
+				if st, ok := s.Tool(t.Name); ok {
+					target = &st
+				}
+				break
+			}
 		}
 	}
 	if target == nil {
