@@ -1,6 +1,7 @@
 // Package projector holds the pure folds that turn the event stream into
 // the views the runtime and its tools read: [ToolView] (one session's server
-// statuses and tool view), [ToolCache] (the newest tool list per server and
+// statuses and tool view, with the tools a tool budget loaded:
+// [ToolView.LoadedTools]), [ToolCache] (the newest tool list per server and
 // configuration, across sessions) and [SessionIndex] (one summary per
 // recorded session). It also defines the tool naming rules ([ToolName],
 // [AssignNames]).
