@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
@@ -259,4 +261,47 @@ func TestDeferredFailureReported(t *testing.T) {
 	if got, want := fmt.Sprint(storedServers(t, st)), "[s2]"; got != want {
 		t.Fatalf("stored %s, want %s", got, want)
 	}
+}
+
+// Deferred appends that arrive within the delay share one commit, made when
+// the delay runs out; a waited-for append ends the wait at once.
+func TestDeferredGatheredWithinDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newGatedStore()
+		j, err := journal.New(st, &journal.Options{DeferredDelay: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ctx := context.Background()
+		for i := range 10 {
+			if err := j.AppendDeferred(ctx, "s", "", nil, ev(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait() // the writer waits out the delay
+		if n := st.numCommits(); n != 0 {
+			t.Fatalf("%d commits before the delay ran out, want 0", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+		synctest.Wait()
+		if n, err := st.LastSeq(ctx); n != 10 || err != nil || st.numCommits() != 1 {
+			t.Fatalf("after the delay: %d events in %d commits (%v), want 10 in 1", n, st.numCommits(), err)
+		}
+		// A waited-for append does not wait for the delay, and takes the
+		// deferred ones queued before it into its commit.
+		start := time.Now()
+		if err := j.AppendDeferred(ctx, "s", "", nil, ev(10)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Append(ctx, "s", ev(11)); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("Append waited %v", waited)
+		}
+		if n := st.numCommits(); n != 2 {
+			t.Errorf("%d commits, want 2", n)
+		}
+	})
 }

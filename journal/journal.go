@@ -57,6 +57,13 @@ type Options struct {
 	// DeferredQueue bounds how many deferred appends may wait for the
 	// writer (default DefaultDeferredQueue); see [Journal.AppendDeferred].
 	DeferredQueue int
+	// DeferredDelay is how long the writer waits for more deferred appends
+	// before it stores the ones it has, so that they share a commit
+	// (default DefaultDeferredDelay; negative: no wait). A waited-for
+	// append, Flush or Close ends the wait at once. It bounds, with the
+	// commit's own time, what a killed process can lose of its deferred
+	// appends.
+	DeferredDelay time.Duration
 }
 
 // Projection is a pure fold over envelopes, applied in sequence order.
@@ -133,6 +140,8 @@ type Journal struct {
 	wake       chan struct{}
 	slots      chan struct{}
 	writerDone chan struct{}
+	// deferredDelay: see Options.DeferredDelay (≤ 0: no wait).
+	deferredDelay time.Duration
 
 	// mu serialises writing and projecting and guards the fields below.
 	mu          sync.Mutex
@@ -177,6 +186,9 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 	if o.DeferredQueue == 0 {
 		o.DeferredQueue = DefaultDeferredQueue
 	}
+	if o.DeferredDelay == 0 {
+		o.DeferredDelay = DefaultDeferredDelay
+	}
 	j := &Journal{
 		st:              st,
 		pub:             o.Publisher,
@@ -191,6 +203,7 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		wake:            make(chan struct{}, 1),
 		slots:           make(chan struct{}, o.DeferredQueue),
 		writerDone:      make(chan struct{}),
+		deferredDelay:   o.DeferredDelay,
 	}
 	if j.topic == "" {
 		j.topic = DefaultTopic

@@ -13,6 +13,10 @@ import (
 // journal's writer before AppendDeferred blocks.
 const DefaultDeferredQueue = 4096
 
+// DefaultDeferredDelay is how long the writer gathers deferred appends
+// before it stores them (see Options.DeferredDelay).
+const DefaultDeferredDelay = 2 * time.Millisecond
+
 // The write path. Every append, waited for or deferred, joins one queue in
 // call order. The journal's writer goroutine takes everything queued, stores
 // it in one commit when the store is a [store.BatchAppender] (else one
@@ -66,23 +70,71 @@ func (j *Journal) dequeue(r *request) bool {
 }
 
 // writeLoop is the journal's writer: it writes what is queued each time it
-// is woken. Close closes wake once no append can queue any more; the loop
-// then writes what is left and ends.
+// is woken. When everything queued is deferred, it first gathers what
+// arrives within Options.DeferredDelay (or until a waited-for append,
+// Flush or Close arrives), so a stream of tool calls costs one commit per
+// delay rather than one per event. Close closes wake once no append can
+// queue any more; the loop then writes what is left and ends.
 func (j *Journal) writeLoop() {
 	defer close(j.writerDone)
+	var timer *time.Timer
 	for {
 		_, open := <-j.wake
-		j.wmu.Lock()
-		batch := j.wq
-		j.wq = nil
-		j.wmu.Unlock()
+		batch := j.takeQueued()
+		if open && j.deferredDelay > 0 && deferredOnly(batch) {
+			if timer == nil {
+				timer = time.NewTimer(j.deferredDelay)
+			} else {
+				timer.Reset(j.deferredDelay)
+			}
+		gather:
+			for len(batch) < maxGather {
+				select {
+				case _, open = <-j.wake:
+					more := j.takeQueued()
+					batch = append(batch, more...)
+					if !open || !deferredOnly(more) {
+						break gather
+					}
+				case <-timer.C:
+					break gather
+				}
+			}
+			timer.Stop()
+		}
 		if len(batch) > 0 {
 			j.write(batch)
 		}
 		if !open {
+			if rest := j.takeQueued(); len(rest) > 0 {
+				j.write(rest)
+			}
 			return
 		}
 	}
+}
+
+// maxGather bounds how many deferred appends the writer gathers before it
+// writes without waiting out the delay.
+const maxGather = 1024
+
+// takeQueued takes everything queued.
+func (j *Journal) takeQueued() []*request {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	batch := j.wq
+	j.wq = nil
+	return batch
+}
+
+// deferredOnly reports whether no request of batch waits for its result.
+func deferredOnly(batch []*request) bool {
+	for _, r := range batch {
+		if r.done != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // write stores batch, projects and queues for publishing what was stored,
@@ -181,10 +233,14 @@ func (j *Journal) store(live []*request) {
 // that AppendDeferred blocks until the writer catches up or ctx ends.
 //
 // A store failure goes to failed (when not nil), called from the writer's
-// goroutine: it must not call the journal. [Journal.Flush] waits until
-// everything queued before it is stored, and Close stores everything
-// queued. Until then, a process that is killed loses the deferred events
-// still queued; a process that exits through Close loses none.
+// goroutine: it must not call the journal. The writer gathers deferred
+// appends for up to Options.DeferredDelay before it stores them in one
+// commit. [Journal.Flush] waits until everything queued before it is
+// stored, and Close stores everything queued. A process that is killed
+// loses the deferred events not yet committed (those of about the last
+// DeferredDelay plus one commit); a process that exits through Close loses
+// none. Order is kept either way: what survives a kill is a prefix of what
+// was appended.
 func (j *Journal) AppendDeferred(ctx context.Context, session, correlation string, failed func(error), evs ...events.Event) error {
 	if len(evs) == 0 {
 		return nil

@@ -133,6 +133,11 @@ func TestGateOnFakeClock(t *testing.T) {
 			t.Errorf("awaited gate after %v: %+v", elapsed, res.Gate)
 		}
 		synctest.Wait()
+		// The late lists are queued; Flush stores them (a live view has them
+		// within the journal's DeferredDelay).
+		if err := j.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 		for _, tl := range m.Tools() {
 			if tl.Deferred {
 				t.Errorf("%s still deferred after the lists arrived", tl.Name)
@@ -247,6 +252,11 @@ func TestReloadKeepsCachedToolsOfServerConnectedAtGate(t *testing.T) {
 		// The late list replaces the cached tools.
 		release()
 		synctest.Wait()
+		// The late lists are queued; Flush stores them (a live view has them
+		// within the journal's DeferredDelay).
+		if err := j.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 		if tools := m.Tools(); len(tools) != 1 || tools[0].Name != "mcp_c_echo" || tools[0].Deferred {
 			t.Fatalf("tools after the late list: %+v", tools)
 		}
