@@ -95,6 +95,7 @@ type runOptions struct {
 	call   string
 	args   string
 	budget int
+	eager  bool
 }
 
 func runRun(ctx context.Context, g *globals, args []string) error {
@@ -102,6 +103,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	var o runOptions
 	o.register(fs)
 	fs.DurationVar(&o.gate, "gate", manager.DefaultGate, "startup gate")
+	fs.BoolVar(&o.eager, "eager-cache", false, "end the startup gate at once when every server still connecting has cached tools")
 	fs.BoolVar(&o.once, "once", false, "wait for late servers (up to --settle), print, tear down and exit")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with --once: how long to wait for servers still connecting")
 	fs.StringVar(&o.call, "call", "", "call one tool, `SERVER/TOOL` (the tool's own name)")
@@ -153,7 +155,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 	start := time.Now()
 	s, err := session.Start(ctx, j, &session.Options{
-		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate}, Logger: logger, ToolBudget: o.budget,
+		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate, EagerCache: o.eager}, Logger: logger, ToolBudget: o.budget,
 	})
 	if err != nil {
 		return err
