@@ -161,7 +161,7 @@ func (j *Journal) write(batch []*request) {
 		}
 		live = append(live, r)
 	}
-	j.store(live)
+	j.persist(live)
 	var stored []events.Envelope
 	for _, r := range live {
 		if r.err == nil {
@@ -193,9 +193,9 @@ func (j *Journal) write(batch []*request) {
 	}
 }
 
-// store appends live in one batch when the store can, else one by one, and
+// persist appends live in one batch when the store can, else one by one, and
 // sets each request's result. Requires j.mu.
-func (j *Journal) store(live []*request) {
+func (j *Journal) persist(live []*request) {
 	if len(live) == 0 {
 		return
 	}
