@@ -2,7 +2,6 @@ package manager
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -38,15 +37,7 @@ func TestEagerCache(t *testing.T) {
 				}
 				m.dial = ms.dial
 				defer m.Close(ctx)
-				var configs []events.ServerConfig
-				for i := range 20 {
-					cfg := events.ServerConfig{Name: fmt.Sprintf("held%02d", i), Command: "hold-list"}
-					configs = append(configs, cfg)
-					if _, err := j.Append(ctx, "earlier", &events.ToolsListed{Server: cfg.Name, ConfigHash: cfg.Hash(),
-						Tools: []events.ToolDef{{Name: "echo"}}, Count: 1, Cause: events.CauseInitial}); err != nil {
-						t.Fatal(err)
-					}
-				}
+				configs := heldWithCache(t, j, 20)
 				if c.uncached != "" {
 					configs = append(configs, events.ServerConfig{Name: "uncached", Command: c.uncached})
 				}

@@ -58,6 +58,22 @@ func (ms *memServers) dial(name string, cfg events.ServerConfig, _ resolved, _ s
 	return ct, nil
 }
 
+// heldWithCache returns n configs held00… whose tools/list is held, each
+// with a one-tool list recorded by an earlier session in j (so cached).
+func heldWithCache(t *testing.T, j *journal.Journal, n int) []events.ServerConfig {
+	t.Helper()
+	var configs []events.ServerConfig
+	for i := range n {
+		cfg := events.ServerConfig{Name: fmt.Sprintf("held%02d", i), Command: "hold-list"}
+		configs = append(configs, cfg)
+		if _, err := j.Append(context.Background(), "earlier", &events.ToolsListed{Server: cfg.Name, ConfigHash: cfg.Hash(),
+			Tools: []events.ToolDef{{Name: "echo"}}, Count: 1, Cause: events.CauseInitial}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return configs
+}
+
 // memJournal returns a journal on st; the caller closes it.
 func memJournal(t *testing.T, st store.Store) *journal.Journal {
 	t.Helper()
@@ -89,15 +105,7 @@ func TestGateOnFakeClock(t *testing.T) {
 		ms := &memServers{release: make(chan struct{})}
 		m := memManager(t, j)
 		m.dial = ms.dial
-		var configs []events.ServerConfig
-		for i := range 20 {
-			cfg := events.ServerConfig{Name: fmt.Sprintf("held%02d", i), Command: "hold-list"}
-			configs = append(configs, cfg)
-			if _, err := j.Append(ctx, "earlier", &events.ToolsListed{Server: cfg.Name, ConfigHash: cfg.Hash(),
-				Tools: []events.ToolDef{{Name: "echo"}}, Count: 1, Cause: events.CauseInitial}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		configs := heldWithCache(t, j, 20)
 		configs = append(configs, events.ServerConfig{Name: "fast", Command: "fast"})
 		start := time.Now()
 		res, err := m.ConnectServers(ctx, configs, nil)
