@@ -55,6 +55,10 @@ type ServerConfig struct {
 	// TimeoutMs bounds connect + initialize; nil means the default (30 s),
 	// 0 means no limit.
 	TimeoutMs *int64 `json:"timeout,omitempty"`
+	// ToolTimeoutMs bounds each tool call; nil means the default (60 s),
+	// 0 means no limit. Omitted when nil, so configurations without it
+	// hash as before.
+	ToolTimeoutMs *int64 `json:"toolTimeoutMs,omitempty"`
 	// Enabled false skips the server unless a file's enabledServers lists it.
 	Enabled *bool `json:"enabled,omitempty"`
 	// EnabledTools and DisabledTools are glob patterns on the server's
@@ -218,6 +222,10 @@ func (c ServerConfig) Clone() ServerConfig {
 	if c.TimeoutMs != nil {
 		v := *c.TimeoutMs
 		c.TimeoutMs = &v
+	}
+	if c.ToolTimeoutMs != nil {
+		v := *c.ToolTimeoutMs
+		c.ToolTimeoutMs = &v
 	}
 	if c.Enabled != nil {
 		v := *c.Enabled

@@ -20,6 +20,7 @@ func TestValidateMessages(t *testing.T) {
 		{ServerConfig{Name: "a:b.c-d_e", Type: "streamableHttp", URL: "http://x"}, ""},
 		{ServerConfig{Name: "a", Type: "sse", URL: "https://${HOST}/sse"}, ""}, // checked once expanded
 		{ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(-1)}, ""},         // no limit, as 0
+		{ServerConfig{Name: "a", Command: "x", ToolTimeoutMs: ms(-1)}, ""},     // likewise
 		{ServerConfig{Name: "a"}, `Server "a": stdio server requires "command" field`},
 		{ServerConfig{Name: "a", Type: "stdio", URL: "http://x"}, `Server "a": stdio server requires "command" field`},
 		{ServerConfig{Name: "a", Type: "sse"}, `Server "a": sse server requires "url" field`},
@@ -76,5 +77,37 @@ func TestAlwaysLoadFalseKeepsTheHash(t *testing.T) {
 	}
 	if !loaded.Redact().AlwaysLoad || !loaded.Clone().AlwaysLoad {
 		t.Error("Redact or Clone drops AlwaysLoad")
+	}
+}
+
+// ToolTimeoutMs is left out of the canonical JSON when nil, so every
+// configuration recorded before it existed keeps its hash; set, it is part
+// of the hash (a changed call timeout is a changed configuration), and
+// Clone and Redact copy it rather than share it.
+func TestToolTimeoutNilKeepsTheHash(t *testing.T) {
+	cfg := ServerConfig{Name: "git", Command: "git-mcp", Args: []string{"--repo", "."}, TimeoutMs: new(int64(5000))}
+	// The canonical JSON the hash was taken of before ToolTimeoutMs existed.
+	sum := sha256.Sum256([]byte(`{"args":["--repo","."],"command":"git-mcp","timeout":5000}`))
+	if got, want := cfg.Hash(), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("Hash = %s, want %s (the hash before toolTimeoutMs existed)", got, want)
+	}
+	timed := cfg.Clone()
+	timed.ToolTimeoutMs = new(int64(120000))
+	if timed.Hash() == cfg.Hash() {
+		t.Error("toolTimeoutMs does not change the hash")
+	}
+	zero := cfg.Clone()
+	zero.ToolTimeoutMs = new(int64(0))
+	if zero.Hash() == cfg.Hash() {
+		t.Error("toolTimeoutMs 0 (no limit) hashes like nil (the default)")
+	}
+	for name, c := range map[string]ServerConfig{"Clone": timed.Clone(), "Redact": timed.Redact()} {
+		if c.ToolTimeoutMs == nil || *c.ToolTimeoutMs != 120000 {
+			t.Errorf("%s: ToolTimeoutMs = %v, want 120000", name, c.ToolTimeoutMs)
+			continue
+		}
+		if c.ToolTimeoutMs == timed.ToolTimeoutMs {
+			t.Errorf("%s shares ToolTimeoutMs with the original", name)
+		}
 	}
 }
