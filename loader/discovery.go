@@ -190,6 +190,7 @@ type ReportServer struct {
 	EnabledTools  []string          `json:"enabledTools,omitempty"`
 	DisabledTools []string          `json:"disabledTools,omitempty"`
 	TimeoutMs     *int64            `json:"timeoutMs,omitempty"`
+	ToolTimeoutMs *int64            `json:"toolTimeoutMs,omitempty"`
 	Source        events.SourceMeta `json:"source"`
 }
 
@@ -227,6 +228,7 @@ func (d *Discovery) Report() Report {
 			EnabledTools:  c.EnabledTools,
 			DisabledTools: c.DisabledTools,
 			TimeoutMs:     c.TimeoutMs,
+			ToolTimeoutMs: c.ToolTimeoutMs,
 			Source:        s.Source,
 		})
 	}

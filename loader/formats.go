@@ -39,6 +39,7 @@ func mapNative(f fields, e *entry) {
 	mapCommon(f, e)
 	c := &e.cfg
 	c.TimeoutMs = f.millis("timeout", 1)
+	c.ToolTimeoutMs = f.millis("toolTimeoutMs", 1)
 	c.Enabled = f.boolean("enabled")
 	c.EnabledTools = f.strs("enabledTools")
 	c.DisabledTools = f.strs("disabledTools")
@@ -119,8 +120,10 @@ func mapVSCode(f fields, e *entry) {
 }
 
 // mapGemini reads Gemini CLI's entries: url is legacy SSE, httpUrl is
-// streamable HTTP (and wins when both are set); timeout is in
-// milliseconds; includeTools/excludeTools are the tool filters.
+// streamable HTTP (and wins when both are set); includeTools/excludeTools
+// are the tool filters. Gemini CLI's timeout, in milliseconds, bounds every
+// request to the server, the connect and each tool call alike, so it sets
+// both TimeoutMs and ToolTimeoutMs.
 func mapGemini(f fields, e *entry) {
 	c := &e.cfg
 	c.Command = f.str("command")
@@ -140,6 +143,9 @@ func mapGemini(f fields, e *entry) {
 		c.Type = t
 	}
 	c.TimeoutMs = f.millis("timeout", 1)
+	if c.TimeoutMs != nil {
+		c.ToolTimeoutMs = new(*c.TimeoutMs)
+	}
 	c.EnabledTools = f.strs("includeTools")
 	c.DisabledTools = f.strs("excludeTools")
 }
@@ -432,8 +438,9 @@ func parseMCPServers(mapFn mapFunc) func(string, []byte, parseEnv) fileResult {
 // "${NAME}" (for variables set now), env_http_headers become headers
 // "${VAR}" and bearer_token_env_var becomes "Authorization: Bearer ${VAR}";
 // [Resolver.Resolve] expands them at connect time. startup_timeout_sec (or
-// startup_timeout_ms) is the connect timeout; tool_timeout_sec has no
-// counterpart and is ignored.
+// startup_timeout_ms) is the connect timeout and tool_timeout_sec the
+// tool-call timeout, both in seconds (fractions allowed) and kept in
+// milliseconds.
 func parseCodex(path string, data []byte, pe parseEnv) fileResult {
 	res := fileResult{path: path, level: pe.src.Level}
 	var top map[string]any
@@ -540,6 +547,7 @@ func mapCodex(f fields, e *entry, lookup EnvLookup) {
 	} else if f.has("startup_timeout_ms") {
 		c.TimeoutMs = f.millis("startup_timeout_ms", 1)
 	}
+	c.ToolTimeoutMs = f.millis("tool_timeout_sec", 1000)
 	c.Enabled = f.boolean("enabled")
 	c.EnabledTools = f.strs("enabled_tools")
 	c.DisabledTools = f.strs("disabled_tools")

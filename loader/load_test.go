@@ -104,6 +104,8 @@ func TestValidateMessages(t *testing.T) {
 		{events.ServerConfig{Name: "a", Type: "ws"}, `Server "a": unknown server type "ws"`},
 		{events.ServerConfig{Name: strings.Repeat("x", 101), Command: "x"}, `Server "` + strings.Repeat("x", 101) + `": invalid server name (must match ^[A-Za-z0-9_.:-]{1,100}$)`},
 		{events.ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(-1)}, `Server "a": "timeout" must not be negative`},
+		{events.ServerConfig{Name: "a", Command: "x", ToolTimeoutMs: ms(-1)}, `Server "a": "toolTimeoutMs" must not be negative`},
+		{events.ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(-1), ToolTimeoutMs: ms(-2)}, `Server "a": "timeout" must not be negative; Server "a": "toolTimeoutMs" must not be negative`},
 	}
 	for _, tt := range tests {
 		err := Validate(tt.cfg)
@@ -469,7 +471,7 @@ func TestEventsAreRedactedOrderedAndDeterministic(t *testing.T) {
 func TestReportShape(t *testing.T) {
 	w := newWorld(t)
 	w.write("~/.config/mcplife/mcp.json", `{"mcpServers": {
-  "web": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer s"}, "timeout": 100},
+  "web": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer s"}, "timeout": 100, "toolTimeoutMs": 120000},
   "off": {"command": "x", "enabled": false}
 }}`)
 	w.write("./mcp.json", `{`)
@@ -484,9 +486,10 @@ func TestReportShape(t *testing.T) {
 	want := map[string]any{
 		"servers": []any{map[string]any{
 			"name": "web", "transport": "http", "url": "https://x/mcp",
-			"headers":   map[string]any{"Authorization": "<redacted>"},
-			"timeoutMs": 100.0,
-			"source":    map[string]any{"provider": "native", "providerName": "mcplife", "path": w.path("~/.config/mcplife/mcp.json"), "level": "user"},
+			"headers":       map[string]any{"Authorization": "<redacted>"},
+			"timeoutMs":     100.0,
+			"toolTimeoutMs": 120000.0,
+			"source":        map[string]any{"provider": "native", "providerName": "mcplife", "path": w.path("~/.config/mcplife/mcp.json"), "level": "user"},
 		}},
 		"skipped": []any{map[string]any{
 			"name": "off", "reason": "disabled", "detail": "disabled in " + w.path("~/.config/mcplife/mcp.json"),

@@ -33,7 +33,7 @@ func TestProviders(t *testing.T) {
   "$schema": "https://mcplife.dev/mcp.schema.json",
   "mcpServers": {
     "git": {"command": "uvx", "args": ["mcp-server-git", "--repository", "${HOME}/src"], "timeout": 5000, "enabledTools": ["git_*"], "disabledTools": ["git_push"]},
-    "docs": {"type": "streamable-http", "url": "https://docs.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}, "protocolVersion": "2025-06-18", "alwaysLoad": true},
+    "docs": {"type": "streamable-http", "url": "https://docs.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}, "protocolVersion": "2025-06-18", "alwaysLoad": true, "toolTimeoutMs": 300000},
   },
 }`,
 				"./.mcplife/mcp.json": `{
@@ -45,7 +45,7 @@ func TestProviders(t *testing.T) {
 			env: map[string]string{"HOME": "/home/u", "DOCS_TOKEN": "s3cret"},
 			want: []server{
 				{events.ServerConfig{Name: "git", Command: "./bin/git-mcp", Cwd: "tools", Enabled: new(true)}, [3]string{"native", "./.mcplife/mcp.json", "project"}},
-				{events.ServerConfig{Name: "docs", Type: "http", URL: "https://docs.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${DOCS_TOKEN}"}, ProtocolVersion: "2025-06-18", AlwaysLoad: true}, [3]string{"native", "~/.config/mcplife/mcp.json", "user"}},
+				{events.ServerConfig{Name: "docs", Type: "http", URL: "https://docs.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${DOCS_TOKEN}"}, ToolTimeoutMs: ms(300000), ProtocolVersion: "2025-06-18", AlwaysLoad: true}, [3]string{"native", "~/.config/mcplife/mcp.json", "user"}},
 			},
 			skipped: []skipView{{"git", "shadowed", "shadowed by mcplife (project) {{PROJ}}/.mcplife/mcp.json"}},
 		},
@@ -133,7 +133,7 @@ startup_timeout_ms = 1500
 			env: map[string]string{"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "localhost", "FIGMA_OAUTH_TOKEN": "tok"},
 			want: []server{
 				{events.ServerConfig{Name: "repo-tools", Command: "./scripts/mcp.sh", Cwd: "{{PROJ}}/repo", TimeoutMs: ms(1500)}, [3]string{"codex", "./.codex/config.toml", "project"}},
-				{events.ServerConfig{Name: "context7", Command: "npx", Args: []string{"-y", "@upstash/context7-mcp"}, Env: map[string]string{"LOG_LEVEL": "info", "HTTPS_PROXY": "${HTTPS_PROXY}", "NO_PROXY": "${NO_PROXY}"}, TimeoutMs: ms(20000)}, [3]string{"codex", "~/.codex/config.toml", "user"}},
+				{events.ServerConfig{Name: "context7", Command: "npx", Args: []string{"-y", "@upstash/context7-mcp"}, Env: map[string]string{"LOG_LEVEL": "info", "HTTPS_PROXY": "${HTTPS_PROXY}", "NO_PROXY": "${NO_PROXY}"}, TimeoutMs: ms(20000), ToolTimeoutMs: ms(60000)}, [3]string{"codex", "~/.codex/config.toml", "user"}},
 				{events.ServerConfig{Name: "figma", URL: "https://mcp.figma.com/mcp", Headers: map[string]string{"X-Figma-Region": "us-east-1", "X-Api-Key": "${FIGMA_API_KEY}", "Authorization": "Bearer ${FIGMA_OAUTH_TOKEN}"}, EnabledTools: []string{"get_*"}, DisabledTools: []string{"delete_file"}}, [3]string{"codex", "~/.codex/config.toml", "user"}},
 			},
 			skipped:  []skipView{{"off", "disabled", "disabled in {{HOME}}/.codex/config.toml"}},
@@ -162,8 +162,8 @@ startup_timeout_ms = 1500
 			},
 			env: map[string]string{"DB_CONNECTION_STRING": "postgres://", "EXTERNAL_API_KEY": "k", "TOKEN": "t"},
 			want: []server{
-				{events.ServerConfig{Name: "pythonTools", Command: "python", Args: []string{"-m", "my_mcp_server", "--port", "8080"}, Cwd: "./mcp-servers/python", Env: map[string]string{"DATABASE_URL": "${DB_CONNECTION_STRING}", "API_KEY": "${EXTERNAL_API_KEY}"}, TimeoutMs: ms(15000)}, [3]string{"gemini", "~/.gemini/settings.json", "user"}},
-				{events.ServerConfig{Name: "httpServer", Type: "http", URL: "http://localhost:3000/mcp", TimeoutMs: ms(5000), EnabledTools: []string{"safe_tool"}, DisabledTools: []string{"dangerous_tool"}}, [3]string{"gemini", "~/.gemini/settings.json", "user"}},
+				{events.ServerConfig{Name: "pythonTools", Command: "python", Args: []string{"-m", "my_mcp_server", "--port", "8080"}, Cwd: "./mcp-servers/python", Env: map[string]string{"DATABASE_URL": "${DB_CONNECTION_STRING}", "API_KEY": "${EXTERNAL_API_KEY}"}, TimeoutMs: ms(15000), ToolTimeoutMs: ms(15000)}, [3]string{"gemini", "~/.gemini/settings.json", "user"}},
+				{events.ServerConfig{Name: "httpServer", Type: "http", URL: "http://localhost:3000/mcp", TimeoutMs: ms(5000), ToolTimeoutMs: ms(5000), EnabledTools: []string{"safe_tool"}, DisabledTools: []string{"dangerous_tool"}}, [3]string{"gemini", "~/.gemini/settings.json", "user"}},
 				{events.ServerConfig{Name: "sseServer", Type: "sse", URL: "http://localhost:8080/sse", Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}}, [3]string{"gemini", "~/.gemini/settings.json", "user"}},
 			},
 			skipped: []skipView{{"experimental", "disabled", "listed in mcp.excluded of {{HOME}}/.gemini/settings.json"}},
@@ -304,10 +304,10 @@ startup_timeout_ms = 1500
 		{
 			name: "plain mcp.json",
 			files: map[string]string{
-				"./mcp.json": `{"mcpServers": {"plain": {"command": "plain-server", "timeout": "2500"}}}`,
+				"./mcp.json": `{"mcpServers": {"plain": {"command": "plain-server", "timeout": "2500", "toolTimeoutMs": "90000"}}}`,
 			},
 			want: []server{
-				{events.ServerConfig{Name: "plain", Command: "plain-server", TimeoutMs: ms(2500)}, [3]string{"mcp-json", "./mcp.json", "project"}},
+				{events.ServerConfig{Name: "plain", Command: "plain-server", TimeoutMs: ms(2500), ToolTimeoutMs: ms(90000)}, [3]string{"mcp-json", "./mcp.json", "project"}},
 			},
 		},
 	}

@@ -23,8 +23,9 @@ func NormalizeType(t string) string {
 }
 
 // Validate checks a server configuration as discovery does: it is
-// [events.ServerConfig.Validate] plus the rule that a "timeout" must not be
-// negative (`Server "<n>": "timeout" must not be negative`). It returns
+// [events.ServerConfig.Validate] plus the rule that neither "timeout" nor
+// "toolTimeoutMs" may be negative (`Server "<n>": "timeout" must not be
+// negative`, and likewise for "toolTimeoutMs"). It returns
 // nil or an error whose text is every problem found, joined with "; ".
 // The working directory and a URL with references, which need the
 // environment and the file system, are checked by discovery only.
@@ -38,7 +39,7 @@ func Validate(cfg events.ServerConfig) error {
 
 // validate returns the validation messages for cfg: the name's problem,
 // then the mapping problems (given without prefix), then the problems of
-// the transport fields and of the timeout.
+// the transport fields and of the timeouts.
 //
 // A negative timeout is refused here and not by
 // [events.ServerConfig.Validate]: a configuration given to the manager
@@ -55,6 +56,9 @@ func validate(cfg events.ServerConfig, problems []string) []string {
 	found = slices.Insert(found, at, problems...)
 	if cfg.TimeoutMs != nil && *cfg.TimeoutMs < 0 {
 		found = append(found, `"timeout" must not be negative`)
+	}
+	if cfg.ToolTimeoutMs != nil && *cfg.ToolTimeoutMs < 0 {
+		found = append(found, `"toolTimeoutMs" must not be negative`)
 	}
 	prefix := fmt.Sprintf("Server %q: ", cfg.Name)
 	msgs := make([]string, len(found))
