@@ -85,6 +85,17 @@ type Projection interface {
 	LastSeq() uint64
 }
 
+// SharedDecoding is a [Projection] that can take an envelope's decoding
+// from the journal, so the projections that fold the same event (a tool
+// list of thousands of schemas, say) decode it once between them.
+type SharedDecoding interface {
+	Projection
+	// ApplyDecoded is Apply with decode, which returns env's event,
+	// decoded at most once for all projections. The event is shared: it
+	// must not be modified.
+	ApplyDecoded(env events.Envelope, decode func() (events.Event, error))
+}
+
 // TypeFilter is a [Projection] that folds envelopes of one type only and
 // ignores every other. [Journal.Attach] then catches it up by reading that
 // type alone when the store can ([store.TypeReader]); once attached it is
@@ -332,9 +343,25 @@ func (j *Journal) catchUp(ctx context.Context, seq uint64) {
 // apply applies env to each projection whose next sequence it is.
 // Requires j.mu.
 func (j *Journal) apply(env events.Envelope) {
+	var (
+		ev      events.Event
+		err     error
+		decoded bool
+	)
+	decode := func() (events.Event, error) {
+		if !decoded {
+			ev, err = events.Decode(env)
+			decoded = true
+		}
+		return ev, err
+	}
 	for _, a := range j.projections {
 		if a.next == env.Seq {
-			a.p.Apply(env)
+			if sd, ok := a.p.(SharedDecoding); ok {
+				sd.ApplyDecoded(env, decode)
+			} else {
+				a.p.Apply(env)
+			}
 			a.next++
 		}
 	}

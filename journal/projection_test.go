@@ -178,3 +178,55 @@ func TestDetach(t *testing.T) {
 	kept.checkApplied(t, 4)
 	gone.checkApplied(t, 2)
 }
+
+// sharer records the events the journal decoded for it.
+type sharer struct {
+	last uint64
+	seen []events.Event
+}
+
+func (s *sharer) Apply(env events.Envelope) { s.ApplyDecoded(env, nil) }
+func (s *sharer) LastSeq() uint64           { return s.last }
+func (s *sharer) ApplyDecoded(env events.Envelope, decode func() (events.Event, error)) {
+	s.last = env.Seq
+	if decode == nil {
+		s.seen = append(s.seen, nil)
+		return
+	}
+	ev, err := decode()
+	if err != nil {
+		panic(err)
+	}
+	s.seen = append(s.seen, ev)
+}
+
+// TestSharedDecodingDecodesOnce checks that projections that take the
+// journal's decoding get one decoded event between them.
+func TestSharedDecodingDecodesOnce(t *testing.T) {
+	ctx := t.Context()
+	j, err := journal.New(memory.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	a, b := &sharer{}, &sharer{}
+	for _, p := range []journal.Projection{a, b} {
+		if err := j.Attach(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.Append(ctx, "s", &events.SessionStarted{Cwd: "/w"}, &events.StartupGateElapsed{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.seen) != 2 || len(b.seen) != 2 {
+		t.Fatalf("applied %d and %d events, want 2 each", len(a.seen), len(b.seen))
+	}
+	for i := range a.seen {
+		if a.seen[i] == nil || a.seen[i] != b.seen[i] {
+			t.Errorf("event %d: projections got %p and %p, want one shared decoding", i, a.seen[i], b.seen[i])
+		}
+	}
+	if _, ok := a.seen[0].(*events.SessionStarted); !ok {
+		t.Errorf("first event decoded as %T", a.seen[0])
+	}
+}

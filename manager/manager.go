@@ -267,12 +267,15 @@ type viewProjection struct {
 	floor uint64
 }
 
-func (p *viewProjection) Apply(env events.Envelope) {
+func (p *viewProjection) Apply(env events.Envelope) { p.ApplyDecoded(env, nil) }
+
+// ApplyDecoded takes the journal's shared decoding (journal.SharedDecoding).
+func (p *viewProjection) ApplyDecoded(env events.Envelope, decode func() (events.Event, error)) {
 	if env.SessionID != p.m.session && (env.SessionID != "" || env.Stream != p.m.session) {
 		return
 	}
 	p.m.viewMu.Lock()
-	p.m.view.Apply(env)
+	p.m.view.ApplyDecoded(env, decode)
 	p.m.viewMu.Unlock()
 }
 

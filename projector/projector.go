@@ -35,10 +35,18 @@ func (c *Counts) skip(env events.Envelope) {
 	}
 }
 
-// decode decodes env, counting it as Unknown or Undecodable when it cannot
-// be folded in.
-func (c *Counts) decode(env events.Envelope) (events.Event, bool) {
-	ev, err := events.Decode(env)
+// decode decodes env, or takes the decoding at hand when decode is not
+// nil, counting it as Unknown or Undecodable when it cannot be folded in.
+func (c *Counts) decode(env events.Envelope, decode func() (events.Event, error)) (events.Event, bool) {
+	var (
+		ev  events.Event
+		err error
+	)
+	if decode != nil {
+		ev, err = decode()
+	} else {
+		ev, err = events.Decode(env)
+	}
 	if err != nil {
 		c.Undecodable++
 		return nil, false

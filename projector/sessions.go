@@ -109,7 +109,7 @@ func (x *SessionIndex) Apply(env events.Envelope) {
 		x.counts.skip(env)
 		return
 	}
-	ev, ok := x.counts.decode(env)
+	ev, ok := x.counts.decode(env, nil)
 	if !ok {
 		return
 	}

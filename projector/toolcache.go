@@ -90,14 +90,19 @@ func (c *ToolCache) EventType() string { return events.TypeToolsListed }
 // Apply folds env into the cache. Only ToolsListed events of any session
 // are used; others are counted as ignored without being decoded.
 // Envelopes may arrive in any order.
-func (c *ToolCache) Apply(env events.Envelope) {
+func (c *ToolCache) Apply(env events.Envelope) { c.ApplyDecoded(env, nil) }
+
+// ApplyDecoded is [ToolCache.Apply] with env's decoding at hand, shared
+// with other projections (see journal.SharedDecoding); nil means decode
+// env here. The event is kept, not modified.
+func (c *ToolCache) ApplyDecoded(env events.Envelope, decode func() (events.Event, error)) {
 	var (
 		ev  events.Event
 		ok  bool
 		cnt Counts
 	)
 	if env.Type == events.TypeToolsListed {
-		ev, ok = cnt.decode(env)
+		ev, ok = cnt.decode(env, decode)
 	} else {
 		cnt.skip(env)
 	}

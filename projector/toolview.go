@@ -172,7 +172,12 @@ func (v *ToolView) Counts() Counts { return v.counts }
 // other sessions, of types the view does not use (tool calls, gate, reload
 // events), of unknown types and with undecodable data are skipped and
 // counted (see [ToolView.Counts]).
-func (v *ToolView) Apply(env events.Envelope) {
+func (v *ToolView) Apply(env events.Envelope) { v.ApplyDecoded(env, nil) }
+
+// ApplyDecoded is [ToolView.Apply] with env's decoding at hand, shared
+// with other projections (see journal.SharedDecoding); nil means decode
+// env here. The event is kept, not modified.
+func (v *ToolView) ApplyDecoded(env events.Envelope, decode func() (events.Event, error)) {
 	if env.Seq != 0 {
 		if env.Seq <= v.lastSeq {
 			v.counts.Stale++
@@ -188,7 +193,7 @@ func (v *ToolView) Apply(env events.Envelope) {
 		v.counts.skip(env)
 		return
 	}
-	ev, ok := v.counts.decode(env)
+	ev, ok := v.counts.decode(env, decode)
 	if !ok {
 		return
 	}
