@@ -270,16 +270,22 @@ func (j *Journal) AppendCorrelated(ctx context.Context, session, correlation str
 	if err != nil {
 		return nil, err
 	}
-	return j.AppendEnvelopes(ctx, session, envs)
+	return j.appendWaited(ctx, session, envs, evs)
 }
 
 // AppendEnvelopes records pre-built envelopes (their Time is stamped with
 // the journal's clock when zero). See [Journal.Append].
 func (j *Journal) AppendEnvelopes(ctx context.Context, session string, envs []events.Envelope) ([]events.Envelope, error) {
+	return j.appendWaited(ctx, session, envs, nil)
+}
+
+// appendWaited queues envs, encoding evs when evs is not nil, and waits
+// until they are stored or have failed.
+func (j *Journal) appendWaited(ctx context.Context, session string, envs []events.Envelope, evs []events.Event) ([]events.Envelope, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("journal: append to %q: %w", session, err)
 	}
-	r := &request{ctx: ctx, session: session, envs: envs, done: make(chan struct{})}
+	r := &request{ctx: ctx, session: session, envs: envs, evs: evs, done: make(chan struct{})}
 	if err := j.enqueue(r); err != nil {
 		return nil, err
 	}
@@ -299,16 +305,16 @@ func (j *Journal) AppendEnvelopes(ctx context.Context, session string, envs []ev
 // read from the store; then it stores the checkpoints that are due. A
 // projection never skips a sequence: one whose gap cannot be read stays
 // where it is. Requires j.mu.
-func (j *Journal) project(ctx context.Context, stored []events.Envelope) {
+func (j *Journal) project(ctx context.Context, stored []events.Envelope, typed []events.Event) {
 	if len(j.projections) == 0 {
 		return
 	}
 	// The events are stored: keeping the projections current no longer
 	// depends on the caller's context.
 	ctx = context.WithoutCancel(ctx)
-	for _, env := range stored {
+	for i, env := range stored {
 		j.catchUp(ctx, env.Seq)
-		j.apply(env)
+		j.apply(env, typed[i])
 	}
 	for _, a := range j.projections {
 		j.maybeCheckpoint(ctx, a, false)
@@ -336,17 +342,18 @@ func (j *Journal) catchUp(ctx context.Context, seq uint64) {
 		if env.Seq >= seq {
 			return
 		}
-		j.apply(env)
+		j.apply(env, nil)
 	}
 }
 
-// apply applies env to each projection whose next sequence it is.
+// apply applies env to each projection whose next sequence it is. ev is
+// the event env encodes when the caller has it at hand (the appended
+// event itself), else nil: it is decoded once, when a projection needs it.
 // Requires j.mu.
-func (j *Journal) apply(env events.Envelope) {
+func (j *Journal) apply(env events.Envelope, ev events.Event) {
 	var (
-		ev      events.Event
 		err     error
-		decoded bool
+		decoded = ev != nil
 	)
 	decode := func() (events.Event, error) {
 		if !decoded {

@@ -32,6 +32,9 @@ type request struct {
 	ctx     context.Context
 	session string
 	envs    []events.Envelope
+	// evs are the events envs encode, so the projections fold them
+	// without decoding what was just encoded.
+	evs []events.Event
 
 	done   chan struct{}
 	failed func(error)
@@ -162,16 +165,24 @@ func (j *Journal) write(batch []*request) {
 		live = append(live, r)
 	}
 	j.persist(live)
-	var stored []events.Envelope
+	var (
+		stored []events.Envelope
+		typed  []events.Event
+	)
 	for _, r := range live {
 		if r.err == nil {
 			stored = append(stored, r.out...)
+			if len(r.evs) == len(r.out) {
+				typed = append(typed, r.evs...)
+			} else {
+				typed = append(typed, make([]events.Event, len(r.out))...)
+			}
 		}
 	}
 	if len(stored) > 0 {
 		// The events are stored: keeping the projections current does not
 		// depend on any caller's context.
-		j.project(context.Background(), stored)
+		j.project(context.Background(), stored, typed)
 		// Under j.mu, so batches go out in sequence order.
 		for f := range j.feeds {
 			f.push(stored)
@@ -254,7 +265,7 @@ func (j *Journal) AppendDeferred(ctx context.Context, session, correlation strin
 	case <-ctx.Done():
 		return fmt.Errorf("journal: append to %q: %w", session, ctx.Err())
 	}
-	if err := j.enqueue(&request{session: session, envs: envs, failed: failed}); err != nil {
+	if err := j.enqueue(&request{session: session, envs: envs, evs: evs, failed: failed}); err != nil {
 		<-j.slots
 		return err
 	}
