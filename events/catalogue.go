@@ -158,7 +158,13 @@ type ConnectStarted struct {
 
 // ServerConnected is recorded when initialize finished.
 type ServerConnected struct {
-	Server          string          `json:"server"`
+	Server string `json:"server"`
+	// Pid, Pgid and StartTime identify a stdio server's process (StartTime
+	// in clock ticks since boot, 0 when unknown), so a later process can
+	// reap it if this host dies without tearing it down.
+	Pid             int             `json:"pid,omitempty"`
+	Pgid            int             `json:"pgid,omitempty"`
+	StartTime       uint64          `json:"startTime,omitempty"`
 	PeerName        string          `json:"peerName,omitempty"`
 	PeerVersion     string          `json:"peerVersion,omitempty"`
 	ProtocolVersion string          `json:"protocolVersion,omitempty"`
@@ -249,6 +255,10 @@ type ToolCallFinished struct {
 	IsError   bool          `json:"isError,omitempty"`
 	Error     string        `json:"error,omitempty"`
 	Cancelled bool          `json:"cancelled,omitempty"`
+	// Retried: the connection dropped during the call and the call,
+	// annotated read-only or idempotent, was made once more after the
+	// reconnect; the rest of the fields describe that second try.
+	Retried bool `json:"retried,omitempty"`
 }
 
 // Disconnected is recorded when a connection ended, requested or not.
@@ -257,6 +267,9 @@ type Disconnected struct {
 	Reason     DisconnectReason `json:"reason"`
 	ExitStatus *int             `json:"exitStatus,omitempty"`
 	Error      string           `json:"error,omitempty"`
+	// Reconnecting: a [ReconnectScheduled] follows; the server's tools
+	// stay in the view, deferred, until it is back or given up.
+	Reconnecting bool `json:"reconnecting,omitempty"`
 }
 
 // ReloadRequested is recorded when a reload begins.
@@ -343,6 +356,13 @@ var decoders = map[string]struct {
 	TypeReloadRequested:    {1, func() Event { return new(ReloadRequested) }},
 	TypeReloadCompleted:    {1, func() Event { return new(ReloadCompleted) }},
 	TypeToolsActivated:     {1, func() Event { return new(ToolsActivated) }},
+	TypeReconnectScheduled: {1, func() Event { return new(ReconnectScheduled) }},
+	TypeReconnectGaveUp:    {1, func() Event { return new(ReconnectGaveUp) }},
+	TypeHostResumed:        {1, func() Event { return new(HostResumed) }},
+	TypeConfigChanged:      {1, func() Event { return new(ConfigChanged) }},
+	TypeProcessesSeen:      {1, func() Event { return new(ProcessesSeen) }},
+	TypeSessionAbandoned:   {1, func() Event { return new(SessionAbandoned) }},
+	TypeOrphansReaped:      {1, func() Event { return new(OrphansReaped) }},
 }
 
 // Types returns every known event type string, sorted.

@@ -53,13 +53,42 @@ func Describe(ev Event) string {
 		if e.Cancelled {
 			s += " cancelled=true"
 		}
+		if e.Retried {
+			s += " retried=true"
+		}
 		return s + kvq(" error", e.Error)
 	case *Disconnected:
 		s := fmt.Sprintf("%s reason=%s", e.Server, e.Reason)
 		if e.ExitStatus != nil {
 			s += fmt.Sprintf(" exit=%d", *e.ExitStatus)
 		}
+		if e.Reconnecting {
+			s += " reconnecting=true"
+		}
 		return s + kvq(" error", e.Error)
+	case *ReconnectScheduled:
+		return fmt.Sprintf("%s attempt=%d delayMs=%d cause=%q", e.Server, e.Attempt, e.DelayMs, e.Cause)
+	case *ReconnectGaveUp:
+		return fmt.Sprintf("%s attempts=%d lastError=%q", e.Server, e.Attempts, e.LastError)
+	case *HostResumed:
+		return fmt.Sprintf("sleptMs=%d", e.SleptMs)
+	case *ConfigChanged:
+		s := fmt.Sprintf("paths=[%s]", strings.Join(e.Paths, " "))
+		for _, l := range []struct {
+			k string
+			v []string
+		}{{"added", e.Added}, {"changed", e.Changed}, {"removed", e.Removed}} {
+			if len(l.v) > 0 {
+				s += fmt.Sprintf(" %s=[%s]", l.k, strings.Join(l.v, " "))
+			}
+		}
+		return s + kvq(" error", e.Error)
+	case *ProcessesSeen:
+		return fmt.Sprintf("%s pids=%s", e.Server, pidList(e.Pids))
+	case *SessionAbandoned:
+		return fmt.Sprintf("session=%s detectedBy=%s", e.Session, e.DetectedBy)
+	case *OrphansReaped:
+		return fmt.Sprintf("session=%s pids=%s", e.Session, pidList(e.Pids))
 	case *ReloadRequested:
 		return fmt.Sprintf("servers=%d", e.Servers)
 	case *ReloadCompleted:
@@ -126,4 +155,13 @@ func kvq(k, v string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s=%q", k, v)
+}
+
+// pidList writes processes as [pid pid …].
+func pidList(ps []ProcessRef) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprint(p.Pid)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
