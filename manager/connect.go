@@ -30,8 +30,9 @@ import (
 // connection completes). Servers already connected or connecting are not
 // connected again; their tools stay. An invalid config yields a
 // validation error for that server only. ConnectServers returns an error
-// only when the manager is closed, the journal refuses the round's first
-// events, or ctx ends before the gate (then with the partial result).
+// only when the manager is closed or ctx ends before the gate (then with
+// the partial result). Events the store refuses are logged at Error, as
+// every failed append is.
 func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerConfig, sources map[string]events.SourceMeta) (*ConnectResult, error) {
 	start := m.now()
 	res := &ConnectResult{Errors: map[string]error{}}
@@ -122,18 +123,12 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 			})
 		}
 	}
-	// The round's first events are recorded under m.mu, so no teardown of
+	// The round's first events are queued under m.mu, so no teardown of
 	// these servers can record its Disconnected before their
-	// ConnectStarted.
+	// ConnectStarted. They do not wait for the store: the gate's
+	// StartupGateElapsed, queued after them, does.
 	if len(evs) > 0 {
-		if err := m.emit(evs...); err != nil {
-			m.round -= int64(min(len(starting), 1))
-			m.mu.Unlock()
-			for _, s := range starting {
-				s.cancel()
-			}
-			return nil, err
-		}
+		m.emitDeferred("", evs...)
 	}
 	for name, d := range found {
 		m.discovered[name] = d
