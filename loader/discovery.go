@@ -106,6 +106,14 @@ type Discovery struct {
 	// ExaAPIKeys are the API keys of the filtered Exa servers, in discovery
 	// order, without duplicates. They are secrets.
 	ExaAPIKeys []string
+	// FoundFiles are the config files that existed, sorted: each was read,
+	// or refused or unparsable (then it is in Errors too). Project-level
+	// files left unopened because project configs are disabled are not
+	// among them.
+	FoundFiles []string
+	// MissingFiles are the candidate config paths that did not exist,
+	// sorted: a file created at one of them changes what discovery finds.
+	MissingFiles []string
 
 	// outcomes are all entries in ranked order, for [Discovery.Events].
 	outcomes []outcome
@@ -115,6 +123,18 @@ type Discovery struct {
 type outcome struct {
 	server  *Server
 	skipped *Skipped
+}
+
+// WatchPaths returns the paths whose change can change what this
+// discovery found: FoundFiles and MissingFiles together, sorted. A host
+// that reloads on a change watches them with [NewWatcher] and, after each
+// rediscovery, watches the new discovery's paths, since a changed
+// environment (XDG_CONFIG_HOME, CODEX_HOME) or working directory moves
+// them.
+func (d *Discovery) WatchPaths() []string {
+	out := slices.Concat(d.FoundFiles, d.MissingFiles)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Configs returns the configurations of d.Servers keyed by name, and their

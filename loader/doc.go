@@ -45,6 +45,15 @@
 // where Claude Code also keeps its history. A named pipe, a device or a
 // larger file yields a [FileError] saying why, without being read.
 //
+// # Watching
+//
+// [Discovery.WatchPaths] names every file a discovery read and every
+// candidate path it found empty. A [Watcher] on them reports, debounced,
+// each file edited, replaced by a rename, created, deleted or changed in
+// mode (inotify on Linux, watching each file's directory or, while that
+// does not exist, its nearest existing ancestor; stat polling elsewhere);
+// the host then discovers again and applies what differs.
+//
 // Example:
 //
 //	d, err := loader.LoadConfigs(ctx, loader.Options{

@@ -58,3 +58,41 @@ func ExampleResolver_Resolve() {
 	// "from-a-command" <nil>
 	// "" shell command failed: exit status 3
 }
+
+func ExampleWatcher() {
+	root, _ := os.MkdirTemp("", "watcher-example")
+	defer os.RemoveAll(root)
+	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(project, 0o755)
+	ctx := context.Background()
+	opts := loader.Options{Cwd: project, Home: home}
+
+	d, err := loader.LoadConfigs(ctx, opts)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(d.Servers), "servers")
+	w, err := loader.NewWatcher(d.WatchPaths(), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer w.Close()
+
+	// A config file appears where discovery looked for one.
+	os.WriteFile(filepath.Join(project, ".mcp.json"), []byte(`{"mcpServers": {"repo": {"command": "repo-mcp"}}}`), 0o644)
+	for _, p := range <-w.Changes() {
+		rel, _ := filepath.Rel(root, p)
+		fmt.Println("changed:", filepath.ToSlash(rel))
+	}
+	if d, err = loader.LoadConfigs(ctx, opts); err != nil {
+		panic(err)
+	}
+	for _, s := range d.Servers {
+		fmt.Println(s.Config.Name, "from", s.Source.ProviderName)
+	}
+	// Output:
+	// 0 servers
+	// changed: project/.mcp.json
+	// repo from Claude Code
+}

@@ -126,6 +126,7 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 		filterExa: !opts.KeepExa,
 		lookup:    lookup,
 	})
+	d.FoundFiles, d.MissingFiles = lc.files.sorted()
 	for _, e := range d.Errors {
 		logger.Warn("mcp config file skipped", "path", e.Path, "error", e.Error)
 	}

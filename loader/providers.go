@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/mcplife/mcplife/events"
 )
@@ -66,6 +67,45 @@ type loadCtx struct {
 	extra  []string
 	// enableProject false: project-level files are not opened at all.
 	enableProject bool
+	// files records every path lc.read looked at, for
+	// [Discovery.WatchPaths].
+	files fileLog
+}
+
+// fileLog records the config paths one discovery looked at. Providers
+// read in parallel, so it has its own lock.
+type fileLog struct {
+	mu sync.Mutex
+	// found are paths that existed (read, or refused as a [FileError]);
+	// missing are paths that did not.
+	found, missing map[string]bool
+}
+
+func (l *fileLog) add(path string, exists bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.found == nil {
+		l.found, l.missing = map[string]bool{}, map[string]bool{}
+	}
+	if exists {
+		l.found[path] = true
+	} else {
+		l.missing[path] = true
+	}
+}
+
+// sorted returns the found and the missing paths, each sorted. A path
+// both found and missing (it appeared while being looked at) is found.
+func (l *fileLog) sorted() (found, missing []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p := range l.missing {
+		if !l.found[p] {
+			missing = append(missing, p)
+		}
+	}
+	slices.Sort(missing)
+	return sortedKeys(l.found), missing
 }
 
 // configHome is $XDG_CONFIG_HOME when set to an absolute path, else
@@ -85,6 +125,7 @@ func (lc *loadCtx) read(path string, limit int64, required bool) (data []byte, e
 		return nil, false, nil
 	}
 	data, err := readConfigFile(path, limit)
+	lc.files.add(path, !errors.Is(err, fs.ErrNotExist))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !required {
 			return nil, false, nil
