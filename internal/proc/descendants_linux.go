@@ -27,25 +27,25 @@ func newInstanceMarker() string {
 	return instanceEnv + "=" + rand.Text()
 }
 
-// procID is one process: its pid and its start time (in clock ticks
-// since boot), so that a pid reused by another process is not mistaken
-// for it.
-type procID struct {
-	pid   int
-	start uint64
-}
-
-// procStat is what teardown reads from /proc/<pid>/stat.
+// procStat is what is read from /proc/<pid>/stat.
 type procStat struct {
 	state byte
 	ppid  int
-	start uint64
+	pgid  int
+	sid   int
+	start uint64 // clock ticks since boot
 }
+
+// dead reports whether the process has exited (a zombie has).
+func (st procStat) dead() bool { return st.state == 'Z' || st.state == 'X' }
 
 // readProcStat reads /proc/<pid>/stat. It reads with bare system calls:
 // teardown reads it for every process on the system, and os.ReadFile
 // takes twice as many.
 func readProcStat(pid int) (procStat, bool) {
+	if pid <= 0 {
+		return procStat{}, false
+	}
 	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return procStat{}, false
@@ -57,8 +57,8 @@ func readProcStat(pid int) (procStat, bool) {
 		return procStat{}, false
 	}
 	b := buf[:n]
-	// pid (comm) state ppid pgrp ... starttime is the 22nd field; comm may
-	// contain spaces and parentheses.
+	// pid (comm) state ppid pgrp session ... starttime is the 22nd field;
+	// comm may contain spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
 		return procStat{}, false
@@ -68,74 +68,114 @@ func readProcStat(pid int) (procStat, bool) {
 		return procStat{}, false
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
-	start, err2 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err1 != nil || err2 != nil {
+	pgid, err2 := strconv.Atoi(string(f[2]))
+	sid, err3 := strconv.Atoi(string(f[3]))
+	start, err4 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], ppid: ppid, start: start}, true
+	return procStat{state: f[0][0], ppid: ppid, pgid: pgid, sid: sid, start: start}, true
 }
 
-// running reports whether the process id stands for is still that
-// process and has not exited (a zombie has).
-func (id procID) running() bool {
-	st, ok := readProcStat(id.pid)
-	return ok && st.start == id.start && st.state != 'Z' && st.state != 'X'
+// eachProc calls fn with every process in /proc and its stat, in one pass
+// over /proc. It returns the error of reading the /proc directory.
+func eachProc(fn func(pid int, st procStat, e os.DirEntry)) error {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readProcStat(pid); ok {
+			fn(pid, st, e)
+		}
+	}
+	return nil
+}
+
+// alive reports whether the process id stands for is still that process
+// and has not exited (a zombie has).
+func alive(id Identity) bool {
+	st, ok := readProcStat(id.Pid)
+	return ok && st.start == id.StartTime && !st.dead()
+}
+
+// Descendants returns the running processes that descend from the
+// running process pid, without pid itself: those whose parent links in
+// /proc lead to it and, when pid is a child [Start] started, also those
+// of this user whose environment carries that child's instance marker,
+// which finds descendants already reparented after their parent exited.
+// Each is returned with its process group and start time. It returns nil
+// when pid does not run or /proc cannot be read; elsewhere than on Linux
+// it always does. It reads /proc once per call, and is safe to call
+// concurrently.
+func Descendants(pid int) []Identity {
+	st, ok := readProcStat(pid)
+	if !ok || st.dead() {
+		return nil
+	}
+	return findDescendants(Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start}, launchedMarker(pid))
 }
 
 // findDescendants returns the running processes, other than root itself,
 // that descend from root by their parent links now, or whose environment
 // holds the entry marker (of processes of this user only). Only processes
 // started no earlier than root are looked at: a descendant cannot be
-// older. It returns nil when /proc cannot be read.
-func findDescendants(root procID, marker string) []procID {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
+// older. It reads /proc once, and returns nil when it cannot.
+func findDescendants(root Identity, marker string) []Identity {
 	uid := uint32(os.Getuid())
-	type proc struct {
-		procID
-		ppid int
-	}
-	var procs []proc
+	var procs []Identity
 	children := map[int][]int{}
 	found := map[int]bool{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == root.pid {
-			continue
+	err := eachProc(func(pid int, st procStat, e os.DirEntry) {
+		if pid == root.Pid || st.start < root.StartTime {
+			return
 		}
-		st, ok := readProcStat(pid)
-		if !ok || st.start < root.start || st.state == 'Z' || st.state == 'X' {
-			continue
-		}
-		procs = append(procs, proc{procID{pid, st.start}, st.ppid})
+		// An exited parent that was not yet waited for still links its
+		// children to the root.
 		children[st.ppid] = append(children[st.ppid], pid)
+		if st.dead() {
+			return
+		}
+		procs = append(procs, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
+		if marker == "" {
+			return
+		}
 		if info, err := e.Info(); err == nil {
 			if s, ok := info.Sys().(*syscall.Stat_t); ok && s.Uid == uid && hasEnvEntry(pid, marker) {
 				found[pid] = true
 			}
 		}
+	})
+	if err != nil {
+		return nil
 	}
-	for next := children[root.pid]; len(next) > 0; {
+	for next := children[root.Pid]; len(next) > 0; {
 		pid := next[len(next)-1]
 		next = append(next[:len(next)-1], children[pid]...)
 		found[pid] = true
 	}
-	var out []procID
+	var out []Identity
 	for _, p := range procs {
-		if found[p.pid] {
-			out = append(out, p.procID)
+		if found[p.Pid] {
+			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// processID returns the identity of the running process pid; its start
-// time is 0 when /proc cannot tell.
-func processID(pid int) procID {
-	st, _ := readProcStat(pid)
-	return procID{pid, st.start}
+// IdentityOf returns the identity of the process pid as /proc shows it
+// now, and whether there is such a process (a zombie, exited but not yet
+// waited for, still is one). Elsewhere than on Linux its StartTime is 0.
+func IdentityOf(pid int) (Identity, bool) {
+	st, ok := readProcStat(pid)
+	if !ok {
+		return Identity{}, false
+	}
+	return Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start}, true
 }
 
 // hasEnvEntry reports whether the environment pid started with holds

@@ -1,13 +1,74 @@
 package proc
 
 import (
+	"bufio"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestInstanceMarker(t *testing.T) {
 	a, b := newInstanceMarker(), newInstanceMarker()
 	if !strings.HasPrefix(a, instanceEnv+"=") || len(a) < len(instanceEnv)+21 || a == b {
 		t.Fatalf("markers %q, %q", a, b)
+	}
+}
+
+// TestDescendants starts a server that leaves one process reparented (its
+// parent exited) and keeps one as its child, and checks that both are
+// found, the first by its instance marker.
+//
+// The reparented process is a sub-shell that reads the server's stdin
+// and runs no program: a process in the middle of exec(2) shows no
+// environment for a moment. "done" comes once its parent was waited for.
+func TestDescendants(t *testing.T) {
+	script := "( read x <&3 >/dev/null 2>&1 & echo $! ) 3<&0; echo done; " +
+		"sleep 1000 </dev/null >/dev/null 2>&1 & echo $!; exec cat >/dev/null"
+	p, err := Start("sh", []string{"-c", script}, os.Environ(), t.TempDir(), &Options{StdinGrace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Terminate() })
+	out := bufio.NewReader(p.Stdout())
+	reparented := readPid(t, out)
+	if line, err := out.ReadString('\n'); line != "done\n" {
+		t.Fatalf("read %q, %v; want done", line, err)
+	}
+	child := readPid(t, out)
+	if st, _ := readProcStat(reparented.Pid); st.ppid == p.Pid() || st.ppid == 0 {
+		t.Fatalf("process %d was not reparented (parent %d)", reparented.Pid, st.ppid)
+	}
+
+	got := Descendants(p.Pid())
+	for _, want := range []Identity{reparented, child} {
+		if !slices.Contains(got, want) {
+			t.Errorf("Descendants(%d) = %v, lacks %v", p.Pid(), got, want)
+		}
+	}
+	if slices.ContainsFunc(got, func(id Identity) bool { return id.Pid == p.Pid() }) {
+		t.Errorf("Descendants(%d) = %v holds the root", p.Pid(), got)
+	}
+
+	// This process was not started by Start: only parent links count.
+	mine := Descendants(os.Getpid())
+	for _, want := range []Identity{p.Identity(), child} {
+		if !slices.Contains(mine, want) {
+			t.Errorf("Descendants of this process = %v, lacks %v", mine, want)
+		}
+	}
+	if slices.Contains(mine, reparented) {
+		t.Errorf("Descendants of this process = %v holds %v, which descends from it by no parent link", mine, reparented)
+	}
+
+	if err := p.Terminate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := Descendants(p.Pid()); got != nil {
+		t.Errorf("Descendants of an exited process = %v, want nil", got)
+	}
+	if launchedMarker(p.Pid()) != "" {
+		t.Errorf("process %d is still registered as launched after it was reaped", p.Pid())
 	}
 }

@@ -10,17 +10,25 @@ package proc
 // newInstanceMarker returns "": no process is marked.
 func newInstanceMarker() string { return "" }
 
-// procID is one process; none is ever found.
-type procID struct {
-	pid   int
-	start uint64
-}
-
-// running reports false: no process is ever found to be running.
-func (procID) running() bool { return false }
+// alive reports false: no process is ever found to be running.
+func alive(Identity) bool { return false }
 
 // findDescendants finds nothing.
-func findDescendants(procID, string) []procID { return nil }
+func findDescendants(Identity, string) []Identity { return nil }
 
-// processID returns pid with no start time.
-func processID(pid int) procID { return procID{pid: pid} }
+// Descendants returns nil: there is no /proc to find them in.
+func Descendants(pid int) []Identity { return nil }
+
+// IdentityOf returns the pid and process group of the process pid, with
+// StartTime 0 (unknown), and whether there is such a process. On Windows
+// it always reports false.
+func IdentityOf(pid int) (Identity, bool) {
+	if pid <= 0 {
+		return Identity{}, false
+	}
+	pgid, ok := groupOf(pid)
+	if !ok {
+		return Identity{}, false
+	}
+	return Identity{Pid: pid, Pgid: pgid}, true
+}

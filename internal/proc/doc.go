@@ -7,12 +7,21 @@
 // "!command" substitution) leave nothing behind: its whole group is
 // killed.
 //
+// So that nothing outlives the host, even a host that is killed: each
+// child's [Identity] (pid, process group, start time) is taken when it
+// starts ([Process.Identity], [IdentityOf]) and its [Descendants] can be
+// listed, for the host to record; a later host passes what was recorded
+// to [Reap], which kills those that still exist and are still the same
+// processes.
+//
 // Example:
 //
 //	p, err := proc.Start("npx", []string{"-y", "some-mcp-server"}, os.Environ(), dir, nil)
 //	if err != nil { ... }
 //	lines := proc.NewJSONLines(p.Stdout(), "some", 16<<20, p.Stderr(), log)
 //	// read JSON-RPC messages from lines, write requests to p.Stdin()
+//	seen := append([]proc.Identity{p.Identity()}, proc.Descendants(p.Pid())...)
+//	// record seen; after a crash, the next host calls proc.Reap(seen)
 //	err = p.Terminate() // stdin closed, group signalled, child reaped
 //	fmt.Println(*p.ExitStatus(), p.StderrTail())
 //
@@ -27,12 +36,17 @@
 //     group (by setsid, or a daemonising double fork) through /proc, by
 //     their parent links and by an instance marker in their environment
 //     (MCPLIFE_SERVER_INSTANCE), and signals them too; and the reaper parks
-//     on a pidfd instead of blocking a thread.
+//     on a pidfd instead of blocking a thread. Identities carry start
+//     times, so [Reap] can tell a recorded process from one that reuses
+//     its pid.
+//   - Other Unix systems: no start times: [Descendants] finds nothing and
+//     [Reap] kills nothing.
 //   - Windows and other systems without process groups: the child runs
 //     without process-group semantics. Teardown closes its stdin, waits,
 //     then kills the child process alone; processes it started survive
 //     it. A cancelled [KillGroupOnCancel] command kills the command's
-//     process only.
+//     process only. As on other Unix systems there are no start times,
+//     and [IdentityOf] finds nothing.
 //
 // The package is internal: the manager's stdio transport, the loader's
 // command runner and the test peers are its users.

@@ -60,10 +60,11 @@ type Process struct {
 	state      *os.ProcessState
 
 	// marker is the environment entry that marks the processes started
-	// for this server ("" where teardown does not look for them); root
-	// is the child, whose descendants teardown looks for.
+	// for this server ("" where teardown does not look for them); id is
+	// the child's identity, taken right after it started, whose
+	// descendants teardown looks for.
 	marker string
-	root   procID
+	id     Identity
 
 	once    sync.Once
 	termErr error
@@ -124,6 +125,7 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 		closeAll()
 		return nil, err
 	}
+	registerChild(cmd.Process.Pid, marker)
 	// The child holds its ends now.
 	inR.Close()
 	outW.Close()
@@ -140,7 +142,10 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 		marker:     marker,
-		root:       processID(cmd.Process.Pid),
+		id:         Identity{Pid: cmd.Process.Pid},
+	}
+	if id, ok := IdentityOf(p.pid); ok {
+		p.id = id
 	}
 	go func() {
 		defer close(p.stderrDone)
@@ -159,6 +164,7 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 		// otherwise block twenty threads in wait4 and slow the startup.
 		awaitExit(p.pid)
 		cmd.Wait()
+		unregisterChild(p.pid, marker)
 		p.state = cmd.ProcessState
 		close(p.exited)
 	}()

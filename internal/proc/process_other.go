@@ -22,6 +22,9 @@ func ownGroup(*exec.Cmd) {}
 // only, since there are no process groups here. Call it before c starts.
 func KillGroupOnCancel(c *exec.Cmd) { c.WaitDelay = time.Second }
 
+// groupOf reports false: there are no process groups.
+func groupOf(int) (pgid int, ok bool) { return 0, false }
+
 // exitCode returns the exit code of state.
 func exitCode(state *os.ProcessState) int { return state.ExitCode() }
 

@@ -54,18 +54,18 @@ func exitCode(state *os.ProcessState) int {
 func (p *Process) terminate() error {
 	// Look before stdin closes: once the child exits, its children are
 	// reparented and only the marker leads to them.
-	desc := findDescendants(p.root, p.marker)
+	desc := findDescendants(p.id, p.marker)
 	p.stdin.Close()
 	select {
 	case <-p.exited:
 	case <-time.After(p.opts.StdinGrace):
 	}
-	desc = addProcs(desc, findDescendants(p.root, p.marker))
+	desc = addProcs(desc, findDescendants(p.id, p.marker))
 	var errs []error
 	if groupAlive(p.pid) || anyRunning(desc) {
 		errs = append(errs, p.signal(syscall.SIGTERM, "SIGTERM", desc)...)
 		if !waitGone(p.pid, desc, p.exited, p.opts.TermGrace) {
-			desc = addProcs(desc, findDescendants(p.root, p.marker))
+			desc = addProcs(desc, findDescendants(p.id, p.marker))
 			errs = append(errs, p.signal(syscall.SIGKILL, "SIGKILL", desc)...)
 			// Bounded: a process in uninterruptible sleep dies late.
 			waitGone(p.pid, desc, p.exited, p.opts.TermGrace)
@@ -78,7 +78,7 @@ func (p *Process) terminate() error {
 
 // signal sends sig to the group, if it has a live member, and to each of
 // desc that still runs.
-func (p *Process) signal(sig syscall.Signal, name string, desc []procID) []error {
+func (p *Process) signal(sig syscall.Signal, name string, desc []Identity) []error {
 	var errs []error
 	if groupAlive(p.pid) {
 		if err := syscall.Kill(-p.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -86,20 +86,21 @@ func (p *Process) signal(sig syscall.Signal, name string, desc []procID) []error
 		}
 	}
 	for _, d := range desc {
-		if !d.running() {
+		if !alive(d) {
 			continue
 		}
-		if err := syscall.Kill(d.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("%s process %d: %w", name, d.pid, err))
+		if err := syscall.Kill(d.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("%s process %d: %w", name, d.Pid, err))
 		}
 	}
 	return errs
 }
 
-// addProcs returns procs with those of more it lacks.
-func addProcs(procs, more []procID) []procID {
+// addProcs returns procs with those of more it lacks (by pid and start
+// time).
+func addProcs(procs, more []Identity) []Identity {
 	for _, m := range more {
-		if !slices.Contains(procs, m) {
+		if !slices.ContainsFunc(procs, func(p Identity) bool { return p.Pid == m.Pid && p.StartTime == m.StartTime }) {
 			procs = append(procs, m)
 		}
 	}
@@ -107,14 +108,14 @@ func addProcs(procs, more []procID) []procID {
 }
 
 // anyRunning reports whether a process of procs still runs.
-func anyRunning(procs []procID) bool {
-	return slices.ContainsFunc(procs, procID.running)
+func anyRunning(procs []Identity) bool {
+	return slices.ContainsFunc(procs, alive)
 }
 
 // waitGone waits until the child was reaped, no live member of the group
 // remains and none of desc runs, or until limit passed. It reports
 // whether all are gone.
-func waitGone(pgid int, desc []procID, exited <-chan struct{}, limit time.Duration) bool {
+func waitGone(pgid int, desc []Identity, exited <-chan struct{}, limit time.Duration) bool {
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	tick := time.NewTicker(groupPoll)
@@ -172,6 +173,12 @@ func Running(pid int) bool {
 func Group(pid int) (pgid int, ok bool) {
 	g, _, ok := procGroup(pid)
 	return g, ok
+}
+
+// groupOf returns the process group of pid, asked of the kernel.
+func groupOf(pid int) (pgid int, ok bool) {
+	g, err := syscall.Getpgid(pid)
+	return g, err == nil
 }
 
 // procGroup reads the process group and state of pid from /proc.
