@@ -32,21 +32,24 @@
 //     member remains, SIGKILL, so servers started through sh -c or npx
 //     leave no process behind. An exit status of a child ended by a signal
 //     is 128+signal.
-//   - Linux, in addition: teardown also finds the processes that left the
-//     group (by setsid, or a daemonising double fork) through /proc, by
-//     their parent links and by an instance marker in their environment
-//     (MCPLIFE_SERVER_INSTANCE), and signals them too; and the reaper parks
-//     on a pidfd instead of blocking a thread. Identities carry start
-//     times, so [Reap] can tell a recorded process from one that reuses
-//     its pid.
-//   - Other Unix systems: no start times: [Descendants] finds nothing and
-//     [Reap] kills nothing.
+//   - Linux, in addition: the child gets SIGKILL when the host dies,
+//     however it dies (the parent-death signal; it reaches the child, not
+//     what the child starts, and a set-user-ID program loses it). Teardown
+//     also finds the processes that left the group (by setsid, or a
+//     daemonising double fork) through /proc, by their parent links and
+//     by an instance marker in their environment
+//     (MCPLIFE_SERVER_INSTANCE), and signals them too; and the reaper
+//     parks on a pidfd instead of blocking a thread. Identities carry
+//     start times, so [Reap] can tell a recorded process from one that
+//     reuses its pid.
+//   - Other Unix systems: no parent-death signal, and no start times:
+//     [Descendants] finds nothing and [Reap] kills nothing.
 //   - Windows and other systems without process groups: the child runs
 //     without process-group semantics. Teardown closes its stdin, waits,
 //     then kills the child process alone; processes it started survive
 //     it. A cancelled [KillGroupOnCancel] command kills the command's
-//     process only. As on other Unix systems there are no start times,
-//     and [IdentityOf] finds nothing.
+//     process only. As on other Unix systems there is no parent-death
+//     signal or start time, and [IdentityOf] finds nothing.
 //
 // The package is internal: the manager's stdio transport, the loader's
 // command runner and the test peers are its users.

@@ -72,7 +72,8 @@ type Process struct {
 
 // Start starts command with args in dir, with env (and, on Linux, the
 // server's instance marker) as its complete environment, in a new process
-// group where the platform has them. opts nil means defaults.
+// group where the platform has them. On Linux the child also gets SIGKILL
+// when this process dies, however it dies. opts nil means defaults.
 func Start(command string, args []string, env []string, dir string, opts *Options) (*Process, error) {
 	var o Options
 	if opts != nil {
@@ -92,6 +93,7 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 	cmd.Env = env
 	cmd.Dir = dir
 	ownGroup(cmd)
+	dieWithParent(cmd)
 
 	var files []*os.File
 	closeAll := func() {
