@@ -12,7 +12,10 @@
 // starts ([Process.Identity], [IdentityOf]) and its [Descendants] can be
 // listed, for the host to record; a later host passes what was recorded
 // to [Reap], which kills those that still exist and are still the same
-// processes.
+// processes. [BecomeSubreaper] makes orphans of the host's descendants
+// its children, and [ReapAdopted] or [ReapAdoptedOnSIGCHLD] waits for
+// them once they exit, leaving alone the children someone else waits
+// for.
 //
 // Example:
 //
@@ -41,15 +44,17 @@
 //     (MCPLIFE_SERVER_INSTANCE), and signals them too; and the reaper
 //     parks on a pidfd instead of blocking a thread. Identities carry
 //     start times, so [Reap] can tell a recorded process from one that
-//     reuses its pid.
-//   - Other Unix systems: no parent-death signal, and no start times:
-//     [Descendants] finds nothing and [Reap] kills nothing.
+//     reuses its pid; the host can become a child subreaper.
+//   - Other Unix systems: no parent-death signal, no subreaper
+//     ([BecomeSubreaper] returns an error wrapping
+//     [errors.ErrUnsupported]), and no start times: [Descendants] finds
+//     nothing and [Reap] kills nothing.
 //   - Windows and other systems without process groups: the child runs
 //     without process-group semantics. Teardown closes its stdin, waits,
 //     then kills the child process alone; processes it started survive
 //     it. A cancelled [KillGroupOnCancel] command kills the command's
 //     process only. As on other Unix systems there is no parent-death
-//     signal or start time, and [IdentityOf] finds nothing.
+//     signal, subreaper or start time, and [IdentityOf] finds nothing.
 //
 // The package is internal: the manager's stdio transport, the loader's
 // command runner and the test peers are its users.

@@ -123,11 +123,16 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	release := holdStarts()
+	err = cmd.Start()
+	if err == nil {
+		registerChild(cmd.Process.Pid, marker)
+	}
+	release()
+	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	registerChild(cmd.Process.Pid, marker)
 	// The child holds its ends now.
 	inR.Close()
 	outW.Close()
