@@ -156,7 +156,7 @@ func TestCaptureArgumentsRedacts(t *testing.T) {
 }
 
 func TestServerDropFailsCallsAndIsRecorded(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, noReconnect)
 	ctx := testCtx(t)
 	exit := fixturetest.NewGate(t)
 	updates, err := e.m.Watch(ctx)
@@ -395,7 +395,7 @@ func evalSymlinks(p string) string {
 }
 
 func TestSSEDropIsRecorded(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, noReconnect)
 	ctx := testCtx(t)
 	url := fixturetest.ServeSSE(t, "only=crash,echo")
 	updates, err := e.m.Watch(ctx)

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,18 +100,8 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 			})
 			found[name] = d
 		}
-		s := &server{
-			name:      name,
-			cfg:       cfg.Clone(),
-			hash:      hash,
-			timeout:   timeoutOf(cfg),
-			connected: make(chan struct{}),
-			taskDone:  make(chan struct{}),
-			watchDone: make(chan struct{}),
-			done:      make(chan struct{}),
-		}
-		s.ctx, s.cancel = context.WithCancel(m.ctx)
-		starting = append(starting, s)
+		m.rearm(name) // an explicit connect gives the breaker a fresh start
+		starting = append(starting, m.newServer(cfg, hash))
 	}
 	var r *round
 	if len(starting) > 0 {
@@ -161,6 +152,22 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 	return res, ctxErr
 }
 
+// newServer returns the record of a server about to connect.
+func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
+	s := &server{
+		name:      cfg.Name,
+		cfg:       cfg.Clone(),
+		hash:      hash,
+		timeout:   timeoutOf(cfg),
+		connected: make(chan struct{}),
+		taskDone:  make(chan struct{}),
+		watchDone: make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(m.ctx)
+	return s
+}
+
 // sortedConfigs returns configs sorted by name, first occurrence of each
 // name only.
 func sortedConfigs(configs []events.ServerConfig) []events.ServerConfig {
@@ -188,12 +195,31 @@ func sortedConfigs(configs []events.ServerConfig) []events.ServerConfig {
 // timeoutOf returns the connect (and list) timeout of cfg; 0 means none.
 func timeoutOf(cfg events.ServerConfig) time.Duration {
 	if cfg.TimeoutMs == nil {
+		if cfg.Transport() == events.TransportStdio && packageRunner(cfg.Command) {
+			return DefaultPackageRunnerTimeout
+		}
 		return DefaultTimeout
 	}
 	if *cfg.TimeoutMs <= 0 {
 		return 0
 	}
 	return time.Duration(*cfg.TimeoutMs) * time.Millisecond
+}
+
+// packageRunner reports whether command runs a package that its first run
+// downloads: npx, uvx, bunx or pipx, by path or name, with or without a
+// Windows extension.
+func packageRunner(command string) bool {
+	base := strings.ToLower(filepath.Base(filepath.ToSlash(command)))
+	if i := strings.LastIndexByte(base, '/'); i >= 0 {
+		base = base[i+1:]
+	}
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".cmd"), ".exe")
+	switch base {
+	case "npx", "uvx", "bunx", "pipx":
+		return true
+	}
+	return false
 }
 
 // run is the goroutine of one server: connect, first tools/list, then
@@ -206,10 +232,35 @@ func (m *Manager) run(s *server) {
 	defer close(s.taskDone)
 	r := s.round
 	defer r.settle(s.name, &ServerError{Server: s.name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
-	begin := m.now()
-
-	lc, err := m.connect(s)
-	m.yield("run.connected", s.name)
+	var (
+		begin time.Time
+		lc    *liveConn
+		err   error
+	)
+	for {
+		if s.retry != nil && !m.waitRetry(s) {
+			m.mu.Lock()
+			tornDown := s.closing
+			s.closing = true
+			m.mu.Unlock()
+			m.endRecord(s, notConnected(s.name), !tornDown)
+			return
+		}
+		begin = m.now()
+		lc, err = m.connect(s)
+		m.yield("run.connected", s.name)
+		if err == nil || s.retry == nil || s.ctx.Err() != nil {
+			break
+		}
+		if !m.retryAfterFailure(s, err, m.now().Sub(begin), errors.Is(err, ErrTimeout)) {
+			m.mu.Lock()
+			tornDown := s.closing
+			s.closing = true
+			m.mu.Unlock()
+			m.endRecord(s, err, !tornDown)
+			return
+		}
+	}
 	if err != nil {
 		m.mu.Lock()
 		tornDown := s.closing
@@ -221,21 +272,11 @@ func (m *Manager) run(s *server) {
 			m.emitDeferred("", &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
 			r.settle(s.name, err)
 			r.leave()
-			if late {
+			if late && s.retry == nil {
 				m.log.Warn("MCP server failed to connect", "server", s.name, "err", err)
 			}
 		}
-		m.mu.Lock()
-		s.connErr = err
-		close(s.connected)
-		if !tornDown {
-			if m.servers[s.name] == s {
-				delete(m.servers, s.name)
-			}
-			close(s.done)
-		}
-		close(s.watchDone) // no watcher was started
-		m.mu.Unlock()
+		m.endRecord(s, err, !tornDown)
 		return
 	}
 
@@ -251,15 +292,22 @@ func (m *Manager) run(s *server) {
 			connected.Capabilities, _ = json.Marshal(init.Capabilities)
 		}
 	}
+	if lc.proc != nil {
+		id := lc.proc.Identity()
+		connected.Pid, connected.Pgid, connected.StartTime = id.Pid, id.Pgid, id.StartTime
+	}
 	r.enter(s.name)
 	m.emitDeferred("", connected)
 	r.leave()
 	m.yield("run.conn", s.name)
 	m.mu.Lock()
 	s.conn = lc
+	s.connectedAt = m.now()
+	s.deferred = false
 	close(s.connected)
 	m.mu.Unlock()
 	m.wg.Go(func() { m.watchDrop(s, lc) })
+	m.wg.Go(func() { m.healthLoop(s, lc) })
 
 	listStart := m.now()
 	defs, err := m.listTools(s.ctx, s, lc)
@@ -273,7 +321,10 @@ func (m *Manager) run(s *server) {
 		m.emitDeferred("", &events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(listStart)})
 	} else {
 		cause := events.CauseInitial
-		if late {
+		switch {
+		case s.retry != nil:
+			cause = events.CauseReconnect
+		case late:
 			cause = events.CauseLate
 		}
 		listed := m.listed(s, defs, m.now().Sub(listStart), cause)
@@ -286,6 +337,23 @@ func (m *Manager) run(s *server) {
 		m.log.Warn("MCP tool load failed", "server", s.name, "err", err)
 	}
 	m.relistLoop(s, lc, last)
+}
+
+// endRecord ends the record of a server that did not connect: waiters see
+// err. remove is set when no teardown owns the record, so it is removed
+// here.
+func (m *Manager) endRecord(s *server, err error, remove bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s.connErr = err
+	close(s.connected)
+	if remove {
+		if m.servers[s.name] == s {
+			delete(m.servers, s.name)
+		}
+		close(s.done)
+	}
+	close(s.watchDone) // no watcher was started
 }
 
 // connect resolves substitutions, builds the transport and runs initialize
@@ -309,7 +377,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		st.log = m.log.With("server", s.name)
 		st.server, st.maxMessage = s.name, m.opts.MaxMessageSize
 	}
-	lc := &liveConn{relist: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
+	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, &mcp.ClientOptions{
 		Logger:                      m.log,
 		ProgressNotificationHandler: lc.progress.notify,

@@ -55,6 +55,9 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 	m.mu.Unlock()
 
 	d := &events.Disconnected{Server: s.name, Reason: events.ReasonTransportClosed}
+	m.mu.Lock()
+	unresponsive := s.unresponsive
+	m.mu.Unlock()
 	procExited := false
 	if lc.proc != nil {
 		select {
@@ -67,7 +70,9 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 		d.Error = lc.res.scrubText(werr.Error())
 	}
 	d, _ = m.shutdown(s, d, true)
-	if procExited {
+	if unresponsive {
+		d.Reason, d.Error = events.ReasonUnresponsive, "no answer to a health check within "+m.opts.HealthTimeout.String()
+	} else if procExited {
 		d.Reason = events.ReasonProcessExited
 		var b strings.Builder
 		if d.ExitStatus != nil {
@@ -85,7 +90,51 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 	}
 	m.log.Warn("MCP server disconnected", "server", s.name, "reason", d.Reason, "err", d.Error)
 	<-waited
-	m.finish([]*server{s}, []*events.Disconnected{d}, "")
+	m.dropped(s, d)
+}
+
+// dropped records the end of s that the manager did not ask for and, unless
+// reconnecting is off, the manager is closing or the crash-loop breaker
+// trips, puts a reconnecting record in its place before s is removed, so
+// calls made meanwhile wait for the reconnect.
+func (m *Manager) dropped(s *server, d *events.Disconnected) {
+	m.mu.Lock()
+	if m.reconnect.Disabled || m.closed || m.stopping {
+		m.mu.Unlock()
+		m.finish([]*server{s}, []*events.Disconnected{d}, "")
+		return
+	}
+	n, tripped, count := 1, false, 0
+	if m.now().Sub(s.connectedAt) < m.reconnect.StableAfter {
+		// Not stable yet: counts as a failed attempt, and the next delay
+		// continues the backoff.
+		tripped, count = m.noteFailure(s.name)
+		if s.retry != nil {
+			n = s.retry.n + 1
+		}
+	}
+	evs := []events.Event{d}
+	var s2 *server
+	if tripped {
+		evs = append(evs, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: d.Error})
+		m.log.Warn("MCP server keeps failing; reconnecting stopped", "server", s.name, "attempts", count)
+	} else {
+		d.Reconnecting = true
+		s2 = m.successor(s, n)
+		evs = append(evs, &events.ReconnectScheduled{
+			Server: s.name, Attempt: m.attempts[s.name] + 1, DelayMs: s2.retry.delay.Milliseconds(), Cause: string(d.Reason),
+		})
+	}
+	// Recorded under m.mu, so nothing of the successor comes before them.
+	m.emitDeferred("", evs...)
+	if s2 != nil {
+		m.wg.Go(func() { m.run(s2) })
+	}
+	m.mu.Unlock()
+	m.yield("finish.remove", s.name)
+	m.mu.Lock()
+	close(s.done)
+	m.mu.Unlock()
 }
 
 // endGrace bounds how long a failed call waits for its connection to end

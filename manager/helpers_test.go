@@ -245,3 +245,7 @@ func checkReplay(t *testing.T, e *env) {
 		t.Errorf("tools differ from a replay of the session (-replay +live):\n%s", diff)
 	}
 }
+
+// noReconnect is the options of a test about what a drop does when no
+// reconnect follows.
+var noReconnect = &Options{Reconnect: ReconnectPolicy{Disabled: true}}

@@ -16,7 +16,7 @@ import (
 // list_changed, DisconnectAll — the manager leaves no goroutine behind.
 func TestNoGoroutineLeakAfterDisconnectAll(t *testing.T) {
 	ctx := t.Context()
-	e := newEnv(t, &Options{Gate: time.Minute})
+	e := newEnv(t, &Options{Gate: time.Minute, Reconnect: ReconnectPolicy{Disabled: true}})
 	release := fixturetest.NewGate(t)
 	cfgs := []events.ServerConfig{
 		stdio(t, "a", "only=echo,change_tools"),

@@ -29,6 +29,13 @@ const (
 	// DefaultTimeout bounds connect + initialize, and separately each
 	// tools/list, of a server whose config sets no timeout.
 	DefaultTimeout = 30 * time.Second
+	// DefaultPackageRunnerTimeout replaces DefaultTimeout for servers
+	// started through a package runner (npx, uvx, bunx, pipx), whose
+	// first start downloads the package.
+	DefaultPackageRunnerTimeout = 60 * time.Second
+	// DefaultToolTimeout bounds each tool call of a server whose config
+	// sets no toolTimeoutMs.
+	DefaultToolTimeout = 60 * time.Second
 	// DefaultProtocolVersion is the MCP protocol version offered to
 	// servers. It is 2025-11-25 rather than the go-sdk's newest
 	// (2026-07-28): under the newest every request carries the SEP-2575
@@ -88,6 +95,21 @@ type Options struct {
 	// a call, that call fails with an error naming the limit and the
 	// server stays connected.
 	MaxMessageSize int
+	// HealthInterval is how often each connected server is pinged
+	// (default [DefaultHealthInterval]; negative: never). HealthTimeout
+	// bounds each ping (default [DefaultHealthTimeout]). A server that
+	// fails a ping is dropped (Disconnected, reason unresponsive) and
+	// reconnected.
+	HealthInterval, HealthTimeout time.Duration
+	// ClockCheck is how often the wall clock is compared with the
+	// monotonic clock (default [DefaultClockCheck]; negative: never); a
+	// wall clock that ran ahead by SleepThreshold or more (default
+	// [DefaultSleepThreshold]) means the host slept: HostResumed is
+	// recorded and every remote server is pinged at once.
+	ClockCheck, SleepThreshold time.Duration
+	// Reconnect says how a server that dropped comes back (the zero value
+	// is the default policy; see [ReconnectPolicy]).
+	Reconnect ReconnectPolicy
 	// OnGate, when set, is called once per connect round when the startup
 	// gate has decided every server's outcome (ready, failed, deferred or
 	// awaited), before ConnectServers waits for the awaited ones and before
@@ -165,7 +187,10 @@ type Manager struct {
 	sources    map[string]events.SourceMeta // known before a connect completes
 	discovered map[string]discovery         // server → its latest ServerDiscovered
 	attempts   map[string]int
+	breakers   map[string]*breaker // failed attempts per server, for the crash-loop breaker
 	round      int64
+
+	reconnect ReconnectPolicy // opts.Reconnect with defaults
 }
 
 // New returns a manager that records session's lifecycle in j. The
@@ -197,6 +222,21 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	if o.Gate == 0 {
 		o.Gate = DefaultGate
+	}
+	switch {
+	case o.HealthInterval == 0:
+		o.HealthInterval = DefaultHealthInterval
+	case o.HealthInterval < 0:
+		o.HealthInterval = 0
+	}
+	if o.HealthTimeout <= 0 {
+		o.HealthTimeout = DefaultHealthTimeout
+	}
+	if o.ClockCheck == 0 {
+		o.ClockCheck = DefaultClockCheck
+	}
+	if o.SleepThreshold <= 0 {
+		o.SleepThreshold = DefaultSleepThreshold
 	}
 	if o.RelistInterval <= 0 {
 		o.RelistInterval = DefaultRelistInterval
@@ -236,6 +276,8 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		sources:    map[string]events.SourceMeta{},
 		discovered: map[string]discovery{},
 		attempts:   map[string]int{},
+		breakers:   map[string]*breaker{},
+		reconnect:  o.Reconnect.withDefaults(),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	ctx := context.Background()
@@ -247,6 +289,9 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	if err := m.attachView(ctx); err != nil {
 		return nil, err
+	}
+	if o.ClockCheck > 0 {
+		m.wg.Go(m.clockWatch)
 	}
 	return m, nil
 }

@@ -67,7 +67,7 @@ func (m *Manager) ready() bool {
 			continue
 		}
 		switch {
-		case st.Status == projector.StatusDisconnected:
+		case st.Status == projector.StatusDisconnected || st.Status == projector.StatusFailed:
 		case st.Status == projector.StatusConnected && (!st.ToolsListedAt.IsZero() || st.Error != ""):
 		default:
 			return false // connecting, or connected with its first list pending

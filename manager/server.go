@@ -31,10 +31,17 @@ type server struct {
 	connected chan struct{}
 	connErr   error
 
-	conn     *liveConn // (m.mu) set once initialize finished
-	deferred bool      // (m.mu) CachedToolsServed recorded, no live list yet
-	closing  bool      // (m.mu) teardown started
-	calls    callGroup // in-flight calls; joined under m.mu while !closing
+	// retry is set on a record that reconnects a server after a drop: its
+	// run goroutine waits out the delay before each attempt.
+	retry *retry
+
+	conn        *liveConn // (m.mu) set once initialize finished
+	connectedAt time.Time // (m.mu) when conn was set
+	deferred    bool      // (m.mu) CachedToolsServed recorded, no live list yet
+	closing     bool      // (m.mu) teardown started
+	// unresponsive: the health check closed the connection (m.mu).
+	unresponsive bool
+	calls        callGroup // in-flight calls; joined under m.mu while !closing
 
 	taskDone  chan struct{} // the connect/list/relist goroutine exited
 	watchDone chan struct{} // the drop watcher exited (closed at once if none)
@@ -46,9 +53,11 @@ type liveConn struct {
 	cs     *mcp.ClientSession
 	proc   *proc.Process // stdio only
 	relist chan struct{} // coalesced tools/list_changed signals (cap 1)
-	ended  chan struct{} // closed when the session's Wait returned
-	res    resolved
-	pool   *http.Transport // HTTP and SSE only
+	// checkNow asks the health check to ping at once (cap 1).
+	checkNow chan struct{}
+	ended    chan struct{} // closed when the session's Wait returned
+	res      resolved
+	pool     *http.Transport // HTTP and SSE only
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
 }

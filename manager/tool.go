@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -116,7 +117,6 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	deferred := s.conn == nil
 	m.mu.Unlock()
 	recordDeferred := deferred || t.Deferred
-	defer m.leaveCall(s)
 
 	id := "call-" + strconv.FormatUint(m.callSeq.Add(1), 10)
 	started := &events.ToolCallStarted{Server: t.Server, Tool: t.Original, Name: t.Name, Deferred: recordDeferred}
@@ -132,8 +132,38 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	// are deferred: the journal stores them in order, off the call's path.
 	m.emitDeferred(id, started)
 	begin := m.now()
-	res, errText, err := m.doCall(ctx, s, t, args, deferred)
-	fin := &events.ToolCallFinished{Server: t.Server, Tool: t.Original, Duration: m.now().Sub(begin)}
+	// The call's timeout bounds waiting for a (re)connect, the call and a
+	// retry after a reconnect; when it fires the go-sdk sends
+	// notifications/cancelled for the request in flight.
+	limit := toolTimeoutOf(s.cfg)
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if limit > 0 {
+		cctx, cancel = context.WithTimeout(ctx, limit)
+	}
+	defer cancel()
+	res, errText, dropped, err := m.doCall(cctx, s, t, args, deferred)
+	m.leaveCall(s)
+	retried := false
+	if dropped && !m.reconnect.Disabled && retryable(t.Annotations) {
+		// Cut off by the drop: a read-only or idempotent call is made once
+		// more on the reconnected server.
+		if s2 := m.awaitSuccessor(cctx, s); s2 != nil {
+			m.mu.Lock()
+			joined := s2.calls.join(s2)
+			m.mu.Unlock()
+			if joined {
+				retried = true
+				res, errText, _, err = m.doCall(cctx, s2, t, args, true)
+				m.leaveCall(s2)
+			}
+		}
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// The call's own timeout, not the caller's context.
+		res = errorResult(fmt.Sprintf("Tool call %s of MCP server %q timed out after %dms", t.Original, t.Server, limit.Milliseconds()))
+		errText, err = res.Content[0].Text, nil
+	}
+	fin := &events.ToolCallFinished{Server: t.Server, Tool: t.Original, Duration: m.now().Sub(begin), Retried: retried}
 	switch {
 	case err != nil:
 		fin.Cancelled, fin.Error = true, err.Error()
@@ -144,18 +174,46 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	return res, err
 }
 
+// toolTimeoutOf returns the tool-call timeout of cfg; 0 means none.
+func toolTimeoutOf(cfg events.ServerConfig) time.Duration {
+	if cfg.ToolTimeoutMs == nil {
+		return DefaultToolTimeout
+	}
+	if *cfg.ToolTimeoutMs <= 0 {
+		return 0
+	}
+	return time.Duration(*cfg.ToolTimeoutMs) * time.Millisecond
+}
+
+// retryable reports whether a tool's annotations say it is read-only or
+// idempotent, so a call cut off by a drop may be made again.
+func retryable(annotations json.RawMessage) bool {
+	if len(annotations) == 0 {
+		return false
+	}
+	var a struct {
+		ReadOnly   bool `json:"readOnlyHint"`
+		Idempotent bool `json:"idempotentHint"`
+	}
+	if json.Unmarshal(annotations, &a) != nil {
+		return false
+	}
+	return a.ReadOnly || a.Idempotent
+}
+
 // doCall performs the call. errText is the recorded error of a
 // client-side failure (empty for the tool's own error results, which are
-// not recorded).
-func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, deferred bool) (res *CallResult, errText string, err error) {
-	fail := func(msg string) (*CallResult, string, error) {
+// not recorded); dropped reports a call cut off by the end of the
+// connection.
+func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, deferred bool) (res *CallResult, errText string, dropped bool, err error) {
+	fail := func(msg string) (*CallResult, string, bool, error) {
 		r := errorResult(msg)
-		return r, r.Content[0].Text, nil
+		return r, r.Content[0].Text, false, nil
 	}
 	if deferred {
 		if err := m.awaitConnect(ctx, s); err != nil {
 			if ctx.Err() != nil {
-				return nil, "", ctx.Err()
+				return nil, "", false, ctx.Err()
 			}
 			return fail(err.Error())
 		}
@@ -183,24 +241,27 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	r, cerr := lc.cs.CallTool(cctx, params)
 	if cerr != nil {
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, "", false, ctx.Err()
 		}
 		if connectionEnded(ctx, s, lc, cerr) {
-			return fail(fmt.Sprintf("%s: %s", ErrDisconnected, s.name))
+			res, errText, _, err = fail(fmt.Sprintf("%s: %s", ErrDisconnected, s.name))
+			return res, errText, true, err
 		}
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, "", false, ctx.Err()
 		}
 		return fail(lc.res.scrubText(cerr.Error()))
 	}
-	return convertResult(r), "", nil
+	return convertResult(r), "", false, nil
 }
 
-// awaitConnect waits for s's connect to settle, bounded by ctx and by the
-// server's connect timeout, and returns its error.
+// awaitConnect waits for s's connect to settle and returns its error. It
+// is bounded by ctx and, for a first connect, by the server's connect
+// timeout; a reconnecting server is waited for as long as ctx (the call's
+// timeout) allows, across its attempts.
 func (m *Manager) awaitConnect(ctx context.Context, s *server) error {
 	wctx := ctx
-	if s.timeout > 0 {
+	if s.timeout > 0 && s.retry == nil {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()

@@ -19,12 +19,18 @@ const (
 	StatusConnected    Status = "connected"    // initialize finished and the connection is up
 	StatusConnecting   Status = "connecting"   // a connect (and its first tool load) is in flight
 	StatusDisconnected Status = "disconnected" // anything else, including unknown servers
+	// StatusReconnecting: the connection dropped and a reconnect is
+	// scheduled or in flight; the server's tools stay, deferred.
+	StatusReconnecting Status = "reconnecting"
+	// StatusFailed: reconnecting gave up (the crash-loop breaker); an
+	// explicit connect, a reload or a config change tries again.
+	StatusFailed Status = "failed"
 )
 
 // ServerState is one server as a session sees it.
 type ServerState struct {
 	Name       string
-	Status     Status // StatusConnected, StatusConnecting or StatusDisconnected
+	Status     Status // one of the Status constants
 	Transport  string
 	Source     events.SourceMeta
 	ConfigHash string
@@ -143,6 +149,10 @@ type serverEntry struct {
 	state   ServerState
 	raw     []events.ToolDef // the latest list, before filters
 	hasLive bool             // raw came from a live tools/list
+	// reconnecting is set from a Disconnected that a reconnect follows
+	// until the server is connected again or given up: a failed attempt
+	// then keeps the tools.
+	reconnecting bool
 }
 
 // NewToolView returns an empty view of session. Apply folds in only
@@ -207,7 +217,8 @@ func toolViewUses(t string) bool {
 	case events.TypeSessionClosed, events.TypeDiscoveryFailed, events.TypeServerDiscovered,
 		events.TypeServerInvalid, events.TypeConnectStarted, events.TypeServerConnected,
 		events.TypeConnectFailed, events.TypeToolsListed, events.TypeToolsListFailed,
-		events.TypeCachedToolsServed, events.TypeDisconnected, events.TypeToolsActivated:
+		events.TypeCachedToolsServed, events.TypeDisconnected, events.TypeToolsActivated,
+		events.TypeReconnectScheduled, events.TypeReconnectGaveUp:
 		return true
 	}
 	return false
@@ -255,6 +266,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.state.ToolsListedAt = time.Time{}
 	case *events.ServerConnected:
 		s := v.server(e.Server)
+		s.reconnecting = false
 		v.setStatus(s, StatusConnected)
 		s.state.ConnectedAt = t
 		s.state.Instructions = e.Instructions
@@ -263,12 +275,16 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.state.ProtocolVersion = e.ProtocolVersion
 	case *events.ConnectFailed:
 		s := v.server(e.Server)
-		v.setStatus(s, StatusDisconnected)
 		s.state.Error = e.Error
+		if s.reconnecting {
+			v.setStatus(s, StatusReconnecting) // the next attempt or ReconnectGaveUp follows
+			break
+		}
+		v.setStatus(s, StatusDisconnected)
 		v.setTools(s, nil, false, 0)
 	case *events.ToolsListed:
 		s, ok := v.servers[e.Server]
-		if !ok || s.state.Status == StatusDisconnected {
+		if !ok || s.state.Status == StatusDisconnected || s.state.Status == StatusFailed || s.state.Status == StatusReconnecting {
 			// A list that arrives after its connection ended (or before
 			// any connect) must not bring tools back.
 			break
@@ -290,20 +306,37 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s, ok := v.servers[e.Server]
 		// The server may have finished initialize while its first
 		// tools/list is still pending: connected, but without live tools.
-		if ok && s.state.Status != StatusDisconnected && !s.hasLive {
+		if ok && (s.state.Status == StatusConnecting || s.state.Status == StatusConnected) && !s.hasLive {
 			v.setTools(s, e.Tools, true, e.CacheAge)
 			v.unloadMissing(s)
 		}
 	case *events.Disconnected:
 		s := v.server(e.Server)
-		v.setStatus(s, StatusDisconnected)
 		s.state.DisconnectReason = e.Reason
 		if e.Error != "" {
 			s.state.Error = e.Error
 		}
+		s.reconnecting = e.Reconnecting
+		if e.Reconnecting {
+			// The tools stay, deferred: a call waits for the reconnect.
+			v.setStatus(s, StatusReconnecting)
+			v.setTools(s, s.raw, true, 0)
+			break
+		}
+		v.setStatus(s, StatusDisconnected)
+		v.setTools(s, nil, false, 0)
+	case *events.ReconnectScheduled:
+		s := v.server(e.Server)
+		v.setStatus(s, StatusReconnecting)
+	case *events.ReconnectGaveUp:
+		s := v.server(e.Server)
+		s.reconnecting = false
+		s.state.Error = e.LastError
+		v.setStatus(s, StatusFailed)
 		v.setTools(s, nil, false, 0)
 	case *events.SessionClosed:
 		for _, s := range v.servers {
+			s.reconnecting = false
 			v.setStatus(s, StatusDisconnected)
 			v.setTools(s, nil, false, 0)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
+	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/session"
 	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/memory"
@@ -185,7 +186,10 @@ func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
 		"b": fixtureConfig(t, "only=pid", release.Arg("exit-on-release")),
 	})
 	j, st := newJournal(t)
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}})
+	// Without reconnecting, so b's drop removes its tools (a reconnect
+	// would keep them, deferred).
+	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home},
+		Manager: &manager.Options{Reconnect: manager.ReconnectPolicy{Disabled: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,17 @@
 //   - disconnect-after-connect: Disconnected only after ConnectStarted;
 //   - nothing-after-disconnect: after Disconnected, nothing for the server
 //     but rediscovery, a new ConnectStarted, or the end of a call that was
-//     already in flight.
+//     already in flight; a Disconnected that announced a reconnect
+//     (reconnecting) is followed by ReconnectScheduled and the attempts,
+//     and calls may start meanwhile (they wait for the reconnect);
+//   - reconnect-attempts-in-order: every ConnectStarted of a server has a
+//     higher attempt than the one before, and a reconnect attempt (round
+//     0) is the one its ReconnectScheduled announced;
+//   - nothing-after-gave-up: after ReconnectGaveUp, nothing for the
+//     server until an explicit connect (a ConnectStarted of a round);
+//   - no-reconnect-after-requested-disconnect: a requested disconnect or a
+//     reload is never followed by ReconnectScheduled or a reconnect
+//     attempt.
 //
 // A [Checker] is a fold: feed it a session's envelopes in order with
 // Apply, then call Finish. It holds state per server, not per event, so

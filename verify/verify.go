@@ -20,6 +20,9 @@ const (
 	RuleDisconnectAfterConnect  = "disconnect-after-connect"
 	RuleNothingAfterDisconnect  = "nothing-after-disconnect"
 	RuleDecodes                 = "decodes"
+	RuleAttemptsInOrder         = "reconnect-attempts-in-order"
+	RuleNothingAfterGaveUp      = "nothing-after-gave-up"
+	RuleNoReconnectAfterRequest = "no-reconnect-after-requested-disconnect"
 )
 
 // Violation is one broken invariant, pointing at the offending event.
@@ -51,6 +54,13 @@ type server struct {
 	started    bool // any ConnectStarted so far
 	phase      phase
 	deferred   bool // CachedToolsServed while connecting
+	// reconnecting: a Disconnected with a reconnect to follow, until the
+	// server is connected again, given up or ended.
+	reconnecting bool
+	attempt      int  // the latest ConnectStarted's attempt
+	scheduled    int  // the attempt of the pending ReconnectScheduled, 0 if none
+	gaveUp       bool // ReconnectGaveUp, until an explicit connect
+	requested    bool // the latest Disconnected was asked for (requested, reload)
 }
 
 type call struct {
@@ -114,16 +124,31 @@ func (c *Checker) Apply(env events.Envelope) {
 		if s.phase == phaseConnecting || s.phase == phaseConnected {
 			c.fail(env, e.Server, RuleOutcomeAfterStart, "ConnectStarted while the previous connection is still %s", phaseName(s.phase))
 		}
-		if gate, ok := c.gates[e.Round]; ok {
+		if gate, ok := c.gates[e.Round]; ok && e.Round != 0 {
 			c.fail(env, e.Server, RuleGateOncePerRound, "ConnectStarted of round %d after its StartupGateElapsed (seq %d)", e.Round, gate)
 		}
+		if e.Round == 0 { // a reconnect attempt, not an explicit connect
+			switch {
+			case e.Attempt <= s.attempt:
+				c.fail(env, e.Server, RuleAttemptsInOrder, "reconnect attempt %d after attempt %d", e.Attempt, s.attempt)
+			case s.gaveUp:
+				c.fail(env, e.Server, RuleNothingAfterGaveUp, "reconnect attempt %d after ReconnectGaveUp", e.Attempt)
+			case s.requested:
+				c.fail(env, e.Server, RuleNoReconnectAfterRequest, "reconnect attempt %d after a requested disconnect", e.Attempt)
+			case s.scheduled != e.Attempt:
+				c.fail(env, e.Server, RuleAttemptsInOrder, "reconnect attempt %d, but attempt %d was scheduled", e.Attempt, s.scheduled)
+			}
+		} else {
+			s.gaveUp, s.reconnecting = false, false
+		}
+		s.requested, s.scheduled, s.attempt = false, 0, e.Attempt
 		s.started, s.phase, s.deferred = true, phaseConnecting, false
 	case *events.ServerConnected:
 		s := c.srv(e.Server)
 		if s.phase != phaseConnecting {
 			c.fail(env, e.Server, RuleOutcomeAfterStart, "ServerConnected while %s", phaseName(s.phase))
 		}
-		s.phase = phaseConnected
+		s.phase, s.reconnecting = phaseConnected, false
 	case *events.ConnectFailed:
 		s := c.srv(e.Server)
 		if s.phase != phaseConnecting {
@@ -149,7 +174,7 @@ func (c *Checker) Apply(env events.Envelope) {
 		c.gates[e.Round] = env.Seq
 	case *events.ToolCallStarted:
 		s := c.srv(e.Server)
-		if s.phase != phaseConnected && !(s.phase == phaseConnecting && s.deferred) {
+		if s.phase != phaseConnected && !(s.phase == phaseConnecting && s.deferred) && !s.reconnecting {
 			c.fail(env, e.Server, RuleCallNeedsServer, "ToolCallStarted for %s while %s", e.Tool, phaseName(s.phase))
 		}
 		if prev, ok := c.calls[env.CorrelationID]; ok {
@@ -165,10 +190,35 @@ func (c *Checker) Apply(env events.Envelope) {
 		s := c.srv(e.Server)
 		if !s.started {
 			c.fail(env, e.Server, RuleDisconnectAfterConnect, "Disconnected before any ConnectStarted")
-		} else if s.phase == phaseDisconnected {
+		} else if s.phase == phaseDisconnected && !s.reconnecting {
 			c.fail(env, e.Server, RuleNothingAfterDisconnect, "Disconnected twice")
 		}
-		s.phase, s.deferred = phaseDisconnected, false
+		if s.gaveUp {
+			c.fail(env, e.Server, RuleNothingAfterGaveUp, "Disconnected after ReconnectGaveUp")
+		}
+		s.phase, s.deferred, s.reconnecting = phaseDisconnected, false, e.Reconnecting
+		s.requested = e.Reason == events.ReasonRequested || e.Reason == events.ReasonReload
+		s.scheduled = 0
+	case *events.ReconnectScheduled:
+		s := c.srv(e.Server)
+		switch {
+		case s.gaveUp:
+			c.fail(env, e.Server, RuleNothingAfterGaveUp, "ReconnectScheduled after ReconnectGaveUp")
+		case s.requested:
+			c.fail(env, e.Server, RuleNoReconnectAfterRequest, "ReconnectScheduled after a requested disconnect")
+		case !s.reconnecting:
+			c.fail(env, e.Server, RuleOutcomeAfterStart, "ReconnectScheduled without a Disconnected that announced it")
+		case e.Attempt != s.attempt+1:
+			c.fail(env, e.Server, RuleAttemptsInOrder, "ReconnectScheduled attempt %d after attempt %d", e.Attempt, s.attempt)
+		}
+		s.scheduled = e.Attempt
+	case *events.ReconnectGaveUp:
+		s := c.srv(e.Server)
+		// It ends a reconnect, or follows the drop that tripped the breaker.
+		if !s.reconnecting && (s.phase != phaseDisconnected || s.requested) {
+			c.fail(env, e.Server, RuleOutcomeAfterStart, "ReconnectGaveUp of a server that was not reconnecting")
+		}
+		s.gaveUp, s.reconnecting, s.scheduled = true, false, 0
 	}
 }
 

@@ -42,6 +42,13 @@ var (
 	closed   = &events.SessionClosed{}
 	startedB = &events.ConnectStarted{Server: "b", Round: 1, Attempt: 1}
 	discB    = &events.ServerDiscovered{Server: "b"}
+	dropped  = &events.Disconnected{Server: "a", Reason: events.ReasonProcessExited, Reconnecting: true}
+	sched2   = &events.ReconnectScheduled{Server: "a", Attempt: 2, DelayMs: 500}
+	retry2   = &events.ConnectStarted{Server: "a", Attempt: 2}
+	sched3   = &events.ReconnectScheduled{Server: "a", Attempt: 3, DelayMs: 1000}
+	retry3   = &events.ConnectStarted{Server: "a", Attempt: 3}
+	gaveUp   = &events.ReconnectGaveUp{Server: "a", Attempts: 5}
+	start9   = &events.ConnectStarted{Server: "a", Round: 2, Attempt: 9}
 )
 
 func TestValidHistories(t *testing.T) {
@@ -49,6 +56,11 @@ func TestValidHistories(t *testing.T) {
 		"full lifecycle":                 history(disc, start, conn, listed, gate, "c1", callS, callF, "", disconn, closed),
 		"deferred call":                  history(disc, start, gate, cached, "c1", callS, conn, listed, callF, "", closed),
 		"reconnect":                      history(disc, start, conn, disconn, disc, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 1}, conn, listed, closed),
+		"drop and reconnect":             history(disc, start, conn, dropped, sched2, "c1", callS, "", retry2, conn, listed, "c1", callF, "", closed),
+		"failed reconnect, then back":    history(disc, start, conn, dropped, sched2, retry2, failed, sched3, retry3, conn, closed),
+		"gave up, explicit connect":      history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, start9, conn, closed),
+		"requested end of a reconnect":   history(disc, start, conn, dropped, sched2, disconn, closed),
+		"failed":                         history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, closed),
 		"failed then retry":              history(disc, start, failed, gate, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn),
 		"in-flight call ends after drop": history(disc, start, conn, "c1", callS, "", &events.Disconnected{Server: "a", Reason: events.ReasonProcessExited}, "c1", callF, "", closed),
 		"open call in an open session":   history(disc, start, conn, "c1", callS),
@@ -77,6 +89,12 @@ func TestEachInvariantFails(t *testing.T) {
 		{verify.RuleDisconnectAfterConnect, history(disc, disconn), 2},
 		{verify.RuleNothingAfterDisconnect, history(disc, start, conn, disconn, listed), 5},
 		{verify.RuleNothingAfterDisconnect, history(disc, start, conn, disconn, disconn), 5},
+		{verify.RuleAttemptsInOrder, history(disc, start, conn, dropped, sched2, retry3), 6},
+		{verify.RuleAttemptsInOrder, history(disc, start, conn, dropped, sched3), 5},
+		{verify.RuleNothingAfterGaveUp, history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, sched3), 9},
+		{verify.RuleNothingAfterGaveUp, history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, retry3), 9},
+		{verify.RuleNoReconnectAfterRequest, history(disc, start, conn, disconn, sched2), 5},
+		{verify.RuleNoReconnectAfterRequest, history(disc, start, conn, disconn, retry2), 5},
 	} {
 		v := verify.Session("s", tc.h)
 		if len(v) != 1 || v[0].Rule != tc.rule || v[0].Seq != tc.seq {

@@ -49,7 +49,8 @@ func TestReplayFollow(t *testing.T) {
 }
 
 // run without --once follows the servers until interrupted, printing a
-// line when one drops, and tears everything down on the way out.
+// line when one drops (and is reconnected), and tears everything down on
+// the way out.
 func TestRunFollowsUntilInterrupted(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	release := fixturetest.NewGate(t)
@@ -79,7 +80,7 @@ func TestRunFollowsUntilInterrupted(t *testing.T) {
 	}
 	waitLine("watching for changes")
 	release.Release()
-	waitLine("flaky", "disconnected", "process exited")
+	waitLine("flaky", "reconnecting", "process exited")
 	cancel()
 	waitLine("disconnecting all servers")
 	go io.Copy(io.Discard, pr)

@@ -107,20 +107,21 @@ func playArchive(t *testing.T, a *archive) map[string]string {
 
 // runner runs one scenario.
 type runner struct {
-	t       *testing.T
-	ctx     context.Context
-	st      *memory.Store
-	j       *journal.Journal
-	m       *manager.Manager
-	clock   *clock
-	decided *gateLog
-	rec     *recorder
-	logs    *logRecorder
-	cwd     string
-	norm    *normalizer
-	gate    time.Duration
-	configs map[string]events.ServerConfig
-	sources map[string]events.SourceMeta
+	t         *testing.T
+	ctx       context.Context
+	st        *memory.Store
+	j         *journal.Journal
+	m         *manager.Manager
+	clock     *clock
+	decided   *gateLog
+	rec       *recorder
+	logs      *logRecorder
+	cwd       string
+	norm      *normalizer
+	gate      time.Duration
+	reconnect manager.ReconnectPolicy
+	configs   map[string]events.ServerConfig
+	sources   map[string]events.SourceMeta
 
 	results []string
 	// mark is the last sequence recorded when the latest action step
@@ -170,6 +171,7 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		known:   map[string]*manager.Tool{},
 	}
 	r.gate = time.Minute
+	r.reconnect = manager.ReconnectPolicy{NoJitter: true, Disabled: cfg.Reconnect == "off"}
 	if cfg.Gate != "" {
 		d, err := time.ParseDuration(cfg.Gate)
 		if err != nil {
@@ -244,10 +246,11 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		t.Fatal(err)
 	}
 	m, err := manager.New(j, sessionID, &manager.Options{
-		Cwd:    r.cwd,
-		Gate:   r.gate,
-		Logger: slog.New(r.logs),
-		OnGate: r.decided.add,
+		Cwd:       r.cwd,
+		Gate:      r.gate,
+		Reconnect: r.reconnect,
+		Logger:    slog.New(r.logs),
+		OnGate:    r.decided.add,
 	})
 	if err != nil {
 		t.Fatal(err)

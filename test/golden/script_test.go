@@ -37,6 +37,10 @@ type scenario struct {
 	// Gate is the manager's startup gate, in Go syntax (default 1m: every
 	// outcome of a round is then known before it elapses).
 	Gate string `json:"gate"`
+	// Reconnect is "off" for a scenario about what a drop does when no
+	// reconnect follows; otherwise the default policy runs without
+	// jitter, so delays are exact.
+	Reconnect string `json:"reconnect"`
 	// Servers are the server configurations a script can connect, by
 	// name. A key "NAME#N" is another configuration of server NAME.
 	Servers map[string]serverSpec `json:"servers"`

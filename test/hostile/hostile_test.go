@@ -67,29 +67,38 @@ func TestExitsRightAfterInitialize(t *testing.T) {
 	e := newEnv(t)
 	ctx := lifecycletest.Context(t)
 	e.connect(ctx, stdio(t, "brief", "exit-after-init", "exit-code=4"))
-	// The handshake succeeded, so the exit is a drop: whatever the
-	// tools/list in flight saw, the server ends disconnected with the exit
-	// status recorded.
-	e.WaitFor(ctx, "brief dropped", func() bool {
-		return slices.Contains(e.Types("brief"), events.TypeDisconnected)
+	// The handshake succeeded, so the exit is a drop, and a reconnect
+	// follows; every new process exits the same way, so the crash-loop
+	// breaker gives up after five failed attempts (the drops count: none
+	// lived 10 s) within about 7.5 s of backoff.
+	e.WaitFor(ctx, "brief given up", func() bool {
+		return slices.Contains(e.Types("brief"), events.TypeReconnectGaveUp)
 	})
 	types := e.Types("brief")
-	if !slices.Equal(types[:3], []string{events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected}) || types[len(types)-1] != events.TypeDisconnected {
+	if !slices.Equal(types[:3], []string{events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected}) || types[len(types)-1] != events.TypeReconnectGaveUp {
 		t.Fatalf("brief events %v", types)
 	}
-	d := lifecycletest.LastOf[*events.Disconnected](e.Env, "brief")
-	if d.ExitStatus == nil || *d.ExitStatus != 4 {
-		t.Fatalf("Disconnected %+v: want exit status 4", d)
+	var first *events.Disconnected
+	for _, env := range e.History() {
+		if env.Type == events.TypeDisconnected {
+			ev, _ := events.Decode(env)
+			if d := ev.(*events.Disconnected); d.Server == "brief" && first == nil {
+				first = d
+			}
+		}
 	}
-	if d.Reason != events.ReasonProcessExited {
-		t.Fatalf("Disconnected %+v: want reason %q", d, events.ReasonProcessExited)
+	if first == nil || first.ExitStatus == nil || *first.ExitStatus != 4 || first.Reason != events.ReasonProcessExited || !first.Reconnecting {
+		t.Fatalf("first Disconnected %+v: want exit status 4, reason %q, reconnecting", first, events.ReasonProcessExited)
 	}
-	if e.Manager.Status("brief") != projector.StatusDisconnected {
+	if g := lifecycletest.LastOf[*events.ReconnectGaveUp](e.Env, "brief"); g.Attempts != 5 {
+		t.Fatalf("ReconnectGaveUp %+v: want 5 attempts", g)
+	}
+	if e.Manager.Status("brief") != projector.StatusFailed {
 		t.Fatalf("status %s", e.Manager.Status("brief"))
 	}
 	for _, tl := range e.Manager.Tools() {
 		if tl.Server == "brief" {
-			t.Fatalf("tool %s of the exited server is still exposed", tl.Name)
+			t.Fatalf("tool %s of the given-up server is still exposed", tl.Name)
 		}
 	}
 	e.checkHealthy(ctx)
@@ -101,6 +110,7 @@ func TestCrashDuringToolCall(t *testing.T) {
 	ctx := lifecycletest.Context(t)
 	e.connect(ctx, stdio(t, "fragile", "only=echo,crash"))
 	crash := e.tool("mcp_fragile_crash")
+	start := time.Now()
 	res, err := crash.Call(ctx, map[string]any{"code": 5, "message": "fragile: segfault"})
 	if err != nil {
 		t.Fatalf("a crash is a result, not an error: %v", err)
@@ -109,24 +119,32 @@ func TestCrashDuringToolCall(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	wantPrefix(t, "result", res.Text(), manager.ErrorPrefix)
-	e.WaitFor(ctx, "fragile dropped", func() bool { return e.Manager.Status("fragile") == projector.StatusDisconnected })
+	// The crash is a drop; a new process is connected after the first
+	// backoff delay, and the session's tool, still held, answers again.
+	e.WaitFor(ctx, "fragile back", func() bool {
+		return slices.Contains(e.Types("fragile"), events.TypeDisconnected) && e.Manager.Status("fragile") == projector.StatusConnected
+	})
+	res, err = e.tool("mcp_fragile_echo").Call(ctx, map[string]any{"text": "back"})
+	if err != nil || res.IsError || res.Text() != "back" {
+		t.Fatalf("call after the reconnect: %+v %v", res, err)
+	}
+	t.Logf("crashed server answered again after %v", time.Since(start).Round(time.Millisecond))
 	d := lifecycletest.LastOf[*events.Disconnected](e.Env, "fragile")
-	if d.ExitStatus == nil || *d.ExitStatus != 5 {
-		t.Fatalf("Disconnected %+v: want exit status 5", d)
+	if d.ExitStatus == nil || *d.ExitStatus != 5 || !d.Reconnecting {
+		t.Fatalf("Disconnected %+v: want exit status 5, reconnecting", d)
 	}
 	wantContains(t, "Disconnected error", d.Error, "fragile: segfault")
-	fin := lifecycletest.LastOf[*events.ToolCallFinished](e.Env, "fragile")
-	if !fin.IsError || !strings.HasPrefix(fin.Error, manager.ErrorPrefix) {
-		t.Fatalf("ToolCallFinished %+v", fin)
+	if rs := lifecycletest.LastOf[*events.ReconnectScheduled](e.Env, "fragile"); rs.Attempt != 2 || rs.Cause != string(events.ReasonProcessExited) {
+		t.Fatalf("ReconnectScheduled %+v", rs)
 	}
-	// The session's tool, still held, now fails fast.
-	res, err = e.tool("mcp_healthy_echo").Call(ctx, map[string]any{"text": "x"})
-	if err != nil || res.IsError {
-		t.Fatalf("healthy call after the crash: %+v %v", res, err)
+	var finished []*events.ToolCallFinished
+	for _, env := range e.History() {
+		if ev, _ := events.Decode(env); env.Type == events.TypeToolCallFinished {
+			finished = append(finished, ev.(*events.ToolCallFinished))
+		}
 	}
-	res, err = crash.Call(ctx, nil)
-	if err != nil || !res.IsError || res.Text() != manager.ErrorPrefix+"MCP server not connected: fragile" {
-		t.Fatalf("call on the crashed server: %+v %v", res, err)
+	if len(finished) == 0 || !finished[0].IsError || !strings.HasPrefix(finished[0].Error, manager.ErrorPrefix) || finished[0].Retried {
+		t.Fatalf("ToolCallFinished of the crash %+v: an error, not retried (crash is not read-only)", finished)
 	}
 	e.checkHealthy(ctx)
 }
@@ -205,7 +223,7 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 	if _, cerr := e.tool("mcp_floodlater_crash").Call(ctx, map[string]any{"message": "the last words"}); cerr != nil {
 		t.Fatal(cerr)
 	}
-	e.WaitFor(ctx, "floodlater dropped", func() bool { return e.Manager.Status("floodlater") == projector.StatusDisconnected })
+	e.WaitFor(ctx, "floodlater dropped", func() bool { return slices.Contains(e.Types("floodlater"), events.TypeDisconnected) })
 	d := lifecycletest.LastOf[*events.Disconnected](e.Env, "floodlater")
 	if len(d.Error) > limit {
 		t.Fatalf("Disconnected error is %d bytes", len(d.Error))
@@ -386,9 +404,12 @@ func TestHTTPServerVanishes(t *testing.T) {
 			echo := e.tool("mcp_remote_echo")
 			start := time.Now()
 			g.Release()
-			e.WaitFor(ctx, "remote dropped", func() bool { return e.Manager.Status("remote") == projector.StatusDisconnected })
+			e.WaitFor(ctx, "remote dropped", func() bool { return slices.Contains(e.Types("remote"), events.TypeDisconnected) })
 			t.Logf("%s drop detected after %v", transport, time.Since(start).Round(time.Millisecond))
 			d := lifecycletest.LastOf[*events.Disconnected](e.Env, "remote")
+			// The server is gone for good: the reconnects fail until the
+			// breaker gives up.
+			e.WaitFor(ctx, "remote given up", func() bool { return e.Manager.Status("remote") == projector.StatusFailed })
 			if d.Reason != events.ReasonTransportClosed || d.Error == "" {
 				t.Fatalf("Disconnected %+v", d)
 			}

@@ -1,0 +1,147 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
+)
+
+// Health defaults.
+const (
+	// DefaultHealthInterval is how often a connected server is pinged.
+	DefaultHealthInterval = 30 * time.Second
+	// DefaultHealthTimeout is how long a ping may take before the server
+	// counts as unresponsive.
+	DefaultHealthTimeout = 10 * time.Second
+	// DefaultClockCheck is how often the manager compares the wall clock
+	// with the monotonic clock to notice that the host slept.
+	DefaultClockCheck = 5 * time.Second
+	// DefaultSleepThreshold is how far the wall clock must run ahead of
+	// the monotonic clock between two checks to count as a sleep.
+	DefaultSleepThreshold = 10 * time.Second
+)
+
+// healthLoop pings a connected server every Options.HealthInterval (and
+// at once when lc.checkNow is signalled, after the host slept). A server
+// that fails a ping (no answer within HealthTimeout, or a transport error;
+// a server that does not know ping passes) is unresponsive: its
+// connection is closed, and the drop watcher records Disconnected with
+// reason unresponsive, which a reconnect follows. A stdio server's new
+// descendants are recorded (ProcessesSeen) at each check.
+func (m *Manager) healthLoop(s *server, lc *liveConn) {
+	var tick <-chan time.Time
+	if m.opts.HealthInterval > 0 {
+		t := time.NewTicker(m.opts.HealthInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	seen := map[proc.Identity]bool{}
+	m.recordDescendants(s, lc, seen)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-lc.ended:
+			return
+		case <-tick:
+		case <-lc.checkNow:
+		}
+		if !m.ping(s, lc) {
+			m.mu.Lock()
+			s.unresponsive = !s.closing
+			m.mu.Unlock()
+			m.log.Warn("MCP server did not answer a health check", "server", s.name)
+			lc.cs.Close() // the drop watcher takes it from here
+			return
+		}
+		m.recordDescendants(s, lc, seen)
+	}
+}
+
+// ping reports whether the server answered a ping in time.
+func (m *Manager) ping(s *server, lc *liveConn) bool {
+	ctx, cancel := context.WithTimeout(s.ctx, m.opts.HealthTimeout)
+	defer cancel()
+	err := lc.cs.Ping(ctx, nil)
+	if err == nil || s.ctx.Err() != nil {
+		return true
+	}
+	if e, ok := errors.AsType[*jsonrpc.Error](err); ok && e.Code == jsonrpc.CodeMethodNotFound {
+		return true // answers, just not to ping
+	}
+	return false
+}
+
+// recordDescendants records the stdio server's descendants that were not
+// seen before, so a later process can reap them if this host dies.
+func (m *Manager) recordDescendants(s *server, lc *liveConn, seen map[proc.Identity]bool) {
+	if lc.proc == nil {
+		return
+	}
+	var fresh []events.ProcessRef
+	for _, id := range proc.Descendants(lc.proc.Pid()) {
+		if !seen[id] {
+			seen[id] = true
+			fresh = append(fresh, events.ProcessRef{Pid: id.Pid, StartTime: id.StartTime})
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	slices.SortFunc(fresh, func(a, b events.ProcessRef) int { return a.Pid - b.Pid })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !s.closing && s.conn == lc {
+		m.emitDeferred("", &events.ProcessesSeen{Server: s.name, Pids: fresh})
+	}
+}
+
+// clockWatch notices that the host slept: the wall clock (the journal's
+// clock, without its monotonic reading) ran ahead of the monotonic clock.
+// It records HostResumed and health-checks every remote server at once,
+// since their connections may have died while the host was away.
+func (m *Manager) clockWatch() {
+	t := time.NewTicker(m.opts.ClockCheck)
+	defer t.Stop()
+	mono, wall := time.Now(), m.now().Round(0)
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		mono2, wall2 := time.Now(), m.now().Round(0)
+		slept := wall2.Sub(wall) - mono2.Sub(mono)
+		mono, wall = mono2, wall2
+		if slept < m.opts.SleepThreshold {
+			continue
+		}
+		m.hostResumed(slept)
+	}
+}
+
+// hostResumed records HostResumed and asks every connected remote server
+// for a health check now.
+func (m *Manager) hostResumed(slept time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.emitDeferred("", &events.HostResumed{SleptMs: slept.Milliseconds()})
+	for _, s := range m.servers {
+		if s.conn == nil || s.closing || s.cfg.Transport() == events.TransportStdio {
+			continue
+		}
+		select {
+		case s.conn.checkNow <- struct{}{}:
+		default: // a check is due already
+		}
+	}
+}

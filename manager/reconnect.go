@@ -1,0 +1,214 @@
+package manager
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// Reconnect defaults.
+const (
+	DefaultReconnectInitial  = 500 * time.Millisecond
+	DefaultReconnectMax      = 30 * time.Second
+	DefaultReconnectJitter   = 0.2
+	DefaultBreakerAttempts   = 5
+	DefaultBreakerWindow     = 60 * time.Second
+	DefaultReconnectStableAt = 10 * time.Second
+)
+
+// ReconnectPolicy says how a server that dropped comes back. The zero
+// value is the default policy: reconnect every transport, first retry
+// after about 0.5 s, doubling up to 30 s, ±20 % jitter; after 5 failed
+// attempts within 60 s give up (ReconnectGaveUp) until an explicit
+// connect, a reload or a config change.
+type ReconnectPolicy struct {
+	// Disabled turns reconnecting off: a drop ends the server, as a
+	// requested disconnect does.
+	Disabled bool
+	// Initial is the delay before the first retry, doubled for each
+	// failed one (default DefaultReconnectInitial); Max caps it (default
+	// DefaultReconnectMax).
+	Initial, Max time.Duration
+	// Jitter spreads each delay by up to ± this fraction (default
+	// DefaultReconnectJitter); NoJitter makes delays exact, for tests
+	// and golden streams.
+	Jitter   float64
+	NoJitter bool
+	// BreakerAttempts failed attempts within BreakerWindow stop the
+	// reconnects (defaults DefaultBreakerAttempts, DefaultBreakerWindow).
+	// A connection that drops within StableAfter of its connect counts as
+	// a failed attempt (default DefaultReconnectStableAt).
+	BreakerAttempts int
+	BreakerWindow   time.Duration
+	StableAfter     time.Duration
+}
+
+// withDefaults fills the zero fields of p.
+func (p ReconnectPolicy) withDefaults() ReconnectPolicy {
+	if p.Initial <= 0 {
+		p.Initial = DefaultReconnectInitial
+	}
+	if p.Max <= 0 {
+		p.Max = DefaultReconnectMax
+	}
+	if p.Jitter <= 0 {
+		p.Jitter = DefaultReconnectJitter
+	}
+	if p.NoJitter {
+		p.Jitter = 0
+	}
+	if p.BreakerAttempts <= 0 {
+		p.BreakerAttempts = DefaultBreakerAttempts
+	}
+	if p.BreakerWindow <= 0 {
+		p.BreakerWindow = DefaultBreakerWindow
+	}
+	if p.StableAfter <= 0 {
+		p.StableAfter = DefaultReconnectStableAt
+	}
+	return p
+}
+
+// delay returns the wait before retry n (1 for the first retry after a
+// drop): Initial doubled n-1 times, capped at Max, with jitter.
+func (p ReconnectPolicy) delay(n int) time.Duration {
+	d := p.Initial
+	for i := 1; i < n && d < p.Max; i++ {
+		d *= 2
+	}
+	d = min(d, p.Max)
+	if p.Jitter > 0 {
+		d = time.Duration(float64(d) * (1 + p.Jitter*(2*rand.Float64()-1)))
+	}
+	return d
+}
+
+// retry is the pending reconnect of a server record: the record stands
+// for the server between a drop (or a failed attempt) and its next
+// connection, and its run goroutine waits out delay before connecting.
+type retry struct {
+	delay time.Duration
+	// n counts the retries since the server was last stable; it sets the
+	// next delay.
+	n int
+}
+
+// breaker holds the failed attempts of one server within the breaker's
+// window. Requires m.mu.
+type breaker struct {
+	failures []time.Time
+}
+
+// fail records a failed attempt at now and reports how many fell within
+// window.
+func (b *breaker) fail(now time.Time, window time.Duration) int {
+	kept := b.failures[:0]
+	for _, t := range b.failures {
+		if now.Sub(t) < window {
+			kept = append(kept, t)
+		}
+	}
+	b.failures = append(kept, now)
+	return len(b.failures)
+}
+
+// rearm forgets the failed attempts of name: an explicit connect, a
+// reload or a config change gives it a fresh start. Requires m.mu.
+func (m *Manager) rearm(name string) { delete(m.breakers, name) }
+
+// noteFailure records a failed attempt of name (a failed reconnect or a
+// connection that dropped before it was stable) and reports whether the
+// breaker tripped. Requires m.mu.
+func (m *Manager) noteFailure(name string) (tripped bool, count int) {
+	b := m.breakers[name]
+	if b == nil {
+		b = &breaker{}
+		m.breakers[name] = b
+	}
+	count = b.fail(m.now(), m.reconnect.BreakerWindow)
+	return count >= m.reconnect.BreakerAttempts, count
+}
+
+// successor makes the record that stands for s after it dropped: same
+// config, its tools served deferred, connecting after the policy's delay.
+// It is registered in place of s so that calls wait for it. Requires m.mu.
+func (m *Manager) successor(s *server, n int) *server {
+	s2 := m.newServer(s.cfg, s.hash)
+	s2.retry = &retry{delay: m.reconnect.delay(n), n: n}
+	s2.deferred = true
+	s2.round = gatelessRound(s2)
+	m.servers[s.name] = s2
+	return s2
+}
+
+// gatelessRound returns a round without a startup gate for a server that
+// connects on its own (a reconnect): its events are never held for a gate.
+func gatelessRound(s *server) *round {
+	r := newRound(0, []*server{s})
+	r.snap = true
+	close(r.emitted)
+	return r
+}
+
+// waitRetry waits out s's reconnect delay and records the attempt's
+// ConnectStarted. It reports false when s was torn down meanwhile.
+func (m *Manager) waitRetry(s *server) bool {
+	t := time.NewTimer(s.retry.delay)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return false
+	case <-t.C:
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	m.attempts[s.name]++
+	m.emitDeferred("", &events.ConnectStarted{Server: s.name, Transport: s.cfg.Transport(), Attempt: m.attempts[s.name]})
+	return true
+}
+
+// retryAfterFailure decides what follows a failed reconnect attempt of s:
+// another attempt (ConnectFailed, ReconnectScheduled; it returns true and
+// s.retry is set for it) or giving up (ConnectFailed, ReconnectGaveUp;
+// false).
+func (m *Manager) retryAfterFailure(s *server, err error, took time.Duration, timedOut bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	failed := &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: took, TimedOut: timedOut}
+	if s.closing {
+		return false
+	}
+	tripped, count := m.noteFailure(s.name)
+	if tripped {
+		m.emitDeferred("", failed, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: err.Error()})
+		m.log.Warn("MCP server keeps failing; reconnecting stopped", "server", s.name, "attempts", count, "err", err)
+		return false
+	}
+	n := s.retry.n + 1
+	s.retry = &retry{delay: m.reconnect.delay(n), n: n}
+	m.emitDeferred("", failed, &events.ReconnectScheduled{
+		Server: s.name, Attempt: m.attempts[s.name] + 1, DelayMs: s.retry.delay.Milliseconds(), Cause: err.Error(),
+	})
+	return true
+}
+
+// awaitSuccessor waits until s (torn down after a drop) is replaced by a
+// reconnecting record and returns it, or nil when none follows.
+func (m *Manager) awaitSuccessor(ctx context.Context, s *server) *server {
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s2 := m.servers[s.name]; s2 != nil && s2 != s && !s2.closing {
+		return s2
+	}
+	return nil
+}
