@@ -19,6 +19,9 @@ const (
 const (
 	// ReasonUnresponsive: the server did not answer a health check.
 	ReasonUnresponsive DisconnectReason = "unresponsive"
+	// ReasonConfigChanged: a config edit removed the server or changed
+	// its config ([ConfigChanged]).
+	ReasonConfigChanged DisconnectReason = "config changed"
 )
 
 // ReconnectScheduled is recorded after an unrequested [Disconnected] (or a
