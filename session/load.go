@@ -61,6 +61,12 @@ type LoadResult struct {
 // result is nil, so the caller's session still starts. The error result is
 // reserved for m refusing to connect (closed, or ctx ended).
 func DiscoverAndLoad(ctx context.Context, m *manager.Manager, opts loader.Options) (*LoadResult, error) {
+	return discoverAndLoad(ctx, m, opts, nil)
+}
+
+// discoverAndLoad is [DiscoverAndLoad]; found, when not nil, is called with
+// a discovery that did not fail as a whole, before its servers connect.
+func discoverAndLoad(ctx context.Context, m *manager.Manager, opts loader.Options, found func(*loader.Discovery)) (*LoadResult, error) {
 	res := &LoadResult{Manager: m, Tools: []*manager.Tool{}, Errors: []LoadError{}}
 	d, err := discoverAndRecord(ctx, m, opts)
 	if err != nil {
@@ -68,6 +74,9 @@ func DiscoverAndLoad(ctx context.Context, m *manager.Manager, opts loader.Option
 		return res, nil
 	}
 	res.Discovery = d
+	if found != nil {
+		found(d)
+	}
 	res.ExaAPIKeys = slices.Clone(d.ExaAPIKeys)
 	for _, fe := range d.Errors {
 		res.Errors = append(res.Errors, LoadError{Path: fe.Path, Error: fe.Error})

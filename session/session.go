@@ -99,6 +99,25 @@ type Options struct {
 	ToolBudget int
 	// Logger receives per-server errors and late failures; nil discards.
 	Logger *slog.Logger
+	// WatchConfig keeps the servers in step with the config files while
+	// the session runs. After the initial discovery it watches every file
+	// discovery read and every path where a new config file would be found
+	// ([loader.Discovery.WatchPaths]). On a change it rediscovers as Start
+	// did and applies the difference ([manager.Manager.ApplyConfigs]):
+	// servers added, removed or whose config changed are connected or
+	// disconnected, the others keep their connections and calls in flight,
+	// and ConfigChanged is recorded first. A change that cannot be applied
+	// (discovery fails, or a file that was read fine before no longer
+	// parses) is recorded as ConfigChanged with its error and leaves every
+	// server running; the next change is compared with the configs last
+	// applied. The session's tools follow as they follow any other change
+	// (see [Session.Changes]). Watching stops when the session closes. It
+	// needs discovery: with Servers set, or when the initial discovery
+	// failed as a whole, nothing is watched.
+	WatchConfig bool
+	// Watcher configures the config watcher of WatchConfig (nil means
+	// defaults; an unset Logger is the session's).
+	Watcher *loader.WatcherOptions
 }
 
 // Session is one agent session. All methods are safe for concurrent use.
@@ -110,6 +129,8 @@ type Session struct {
 	load    *LoadResult
 	// discover rediscovers for Reload.
 	discover manager.DiscoverFunc
+	// watch applies config edits (Options.WatchConfig); nil when off.
+	watch *configWatch
 	// budget is nil when Options.ToolBudget is 0; a subagent shares its
 	// parent's, and parent is the session it was made from.
 	budget *budget
@@ -162,6 +183,13 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	}
 	if o.ToolBudget > 0 {
 		s.budget = newBudget(o.ToolBudget)
+	}
+	var wopts loader.WatcherOptions
+	if o.Watcher != nil {
+		wopts = *o.Watcher
+	}
+	if wopts.Debounce < 0 || wopts.PollInterval < 0 {
+		return nil, fmt.Errorf("session: Watcher: negative Debounce (%v) or PollInterval (%v)", wopts.Debounce, wopts.PollInterval)
 	}
 	if o.DisableMCP {
 		close(s.done)
@@ -246,16 +274,29 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		return nil, err
 	}
 	var res *LoadResult
-	if hostServers {
+	var watch *configWatch
+	switch {
+	case hostServers:
 		res, err = loadServers(ctx, m, configs, sources)
-	} else {
+	case o.WatchConfig:
+		res, err = discoverAndLoad(ctx, m, lo, func(d *loader.Discovery) {
+			watch = newConfigWatch(m, log, lo, wopts, d)
+		})
+	default:
 		res, err = DiscoverAndLoad(ctx, m, lo)
 	}
 	if err != nil {
+		if watch != nil {
+			watch.stop()
+		}
 		s.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("session: load MCP tools: %w", err)
 	}
 	s.load = res
+	if watch != nil {
+		watch.start(watch.waitReread())
+		s.watch = watch
+	}
 	for _, e := range res.Errors {
 		log.Error("MCP tool load failed", "path", e.Path, "error", e.Error)
 	}
@@ -477,9 +518,10 @@ func (s *Session) Subagent(tools []Tool) (*Session, error) {
 	return sub, nil
 }
 
-// Close stops following the manager; a session that created its manager
-// also closes it (disconnecting every server), closes its subagents, and
-// records SessionClosed. Idempotent.
+// Close stops watching the config files (see [Options.WatchConfig]) and
+// following the manager; a session that created its manager also closes
+// it (disconnecting every server), closes its subagents, and records
+// SessionClosed. Idempotent.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -489,6 +531,9 @@ func (s *Session) Close(ctx context.Context) error {
 	s.closed = true
 	subs := s.subagents
 	s.mu.Unlock()
+	if s.watch != nil {
+		s.watch.stop()
+	}
 	for _, sub := range subs {
 		sub.Close(ctx)
 	}
