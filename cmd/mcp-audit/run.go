@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/session"
@@ -96,6 +97,7 @@ type runOptions struct {
 	args   string
 	budget int
 	eager  bool
+	watch  bool
 }
 
 func runRun(ctx context.Context, g *globals, args []string) error {
@@ -108,6 +110,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with --once: how long to wait for servers still connecting")
 	fs.StringVar(&o.call, "call", "", "call one tool, `SERVER/TOOL` (the tool's own name)")
 	fs.StringVar(&o.args, "args", "{}", "JSON arguments for --call")
+	fs.BoolVar(&o.watch, "watch-config", true, "while running (not with --once), apply edits of the config files: connect added and changed servers, disconnect removed ones")
 	fs.IntVar(&o.budget, "tool-budget", defaultToolBudget, "tool budget in estimated `TOKENS` of the exposed tool definitions; over it, tools wait behind a search tool (0: off)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -156,6 +159,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	start := time.Now()
 	s, err := session.Start(ctx, j, &session.Options{
 		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate, EagerCache: o.eager}, Logger: logger, ToolBudget: o.budget,
+		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {
 		return err
@@ -179,10 +183,23 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 				tableLines = printServers(g, s.Manager().View()) // redraws start below the call's output
 			}
 		}
-		if !g.json && !g.color {
-			fmt.Fprintln(g.stdout, "\nwatching for changes; Ctrl-C tears everything down")
+		var configChanges <-chan events.Envelope
+		if o.watch {
+			sub, err := j.Subscribe(ctx, journal.SubscribeOptions{Session: s.ID(), Types: []string{events.TypeConfigChanged}})
+			if err != nil {
+				return err
+			}
+			defer sub.Close()
+			configChanges = sub.C()
 		}
-		follow(ctx, g, s, start, tableLines)
+		if !g.json && !g.color {
+			what := "changes"
+			if o.watch {
+				what = "changes and config edits"
+			}
+			fmt.Fprintf(g.stdout, "\nwatching for %s; Ctrl-C tears everything down\n", what)
+		}
+		follow(ctx, g, s, start, tableLines, configChanges)
 		if !g.json {
 			fmt.Fprintln(g.stdout, "\ndisconnecting all servers")
 		}
@@ -272,9 +289,30 @@ func settle(ctx context.Context, s *session.Session, limit time.Duration) {
 
 // follow keeps the server table current until ctx ends: on a terminal it
 // redraws the table in place; otherwise (or with --json) it prints one line
-// per server whose status or tool count changed.
-func follow(ctx context.Context, g *globals, s *session.Session, start time.Time, tableLines int) {
+// per server whose status or tool count changed, a server that appears
+// included. Each ConfigChanged from configChanges (nil: none) is printed
+// as one line, above the table on a terminal.
+func follow(ctx context.Context, g *globals, s *session.Session, start time.Time, tableLines int, configChanges <-chan events.Envelope) {
 	last := map[string]string{}
+	primed := false // the servers of the first update are in last
+	configChanged := func(env events.Envelope) {
+		ev, err := events.Decode(env)
+		cc, ok := ev.(*events.ConfigChanged)
+		if err != nil || !ok {
+			return
+		}
+		if g.json {
+			g.writeJSONLine(map[string]any{"offsetMs": ms(time.Since(start)), "configChanged": cc})
+			return
+		}
+		if g.color {
+			fmt.Fprintf(g.stdout, "\x1b[%dA\x1b[J", tableLines)
+		}
+		fmt.Fprintf(g.stdout, "%10s  %s\n", fmtOffset(time.Since(start)), describeConfigChange(g, cc))
+		if g.color {
+			tableLines = printServers(g, s.Manager().View())
+		}
+	}
 	update := func() {
 		view := s.Manager().View()
 		if g.color && !g.json {
@@ -287,7 +325,7 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 			if last[st.Name] == line {
 				continue
 			}
-			if _, seen := last[st.Name]; seen {
+			if _, seen := last[st.Name]; seen || primed {
 				detail := fmt.Sprintf("%d tools", len(st.Tools))
 				if st.Deferred {
 					detail += " (cached)"
@@ -303,6 +341,7 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 			}
 			last[st.Name] = line
 		}
+		primed = true
 	}
 	update()
 	for {
@@ -311,8 +350,43 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 			return
 		case <-s.Changes():
 			update()
+		case env, ok := <-configChanges:
+			if !ok {
+				configChanges = nil
+				continue
+			}
+			configChanged(env)
 		}
 	}
+}
+
+// describeConfigChange says in one line what a ConfigChanged did.
+func describeConfigChange(g *globals, cc *events.ConfigChanged) string {
+	files := make([]string, len(cc.Paths))
+	for i, p := range cc.Paths {
+		files[i] = escapeLine(p)
+	}
+	where := strings.Join(files, ", ")
+	if cc.Error != "" {
+		return fmt.Sprintf("%s %s: %s; servers keep running", g.paint(colorRed, "config change not applied"), where, escapeLine(firstLine(cc.Error)))
+	}
+	var parts []string
+	for _, l := range []struct {
+		verb  string
+		names []string
+	}{{"added", cc.Added}, {"changed", cc.Changed}, {"removed", cc.Removed}} {
+		if len(l.names) > 0 {
+			names := make([]string, len(l.names))
+			for i, n := range l.names {
+				names[i] = escapeLine(n)
+			}
+			parts = append(parts, l.verb+" "+strings.Join(names, " "))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no server changed")
+	}
+	return fmt.Sprintf("config changed (%s): %s", where, strings.Join(parts, "; "))
 }
 
 // callTool1 calls SERVER/TOOL with argsJSON and prints the result.
