@@ -210,8 +210,8 @@ func timeoutOf(cfg events.ServerConfig) time.Duration {
 // downloads: npx, uvx, bunx or pipx, by path or name, with or without a
 // Windows extension.
 func packageRunner(command string) bool {
-	base := strings.ToLower(filepath.Base(filepath.ToSlash(command)))
-	if i := strings.LastIndexByte(base, '/'); i >= 0 {
+	base := strings.ToLower(command)
+	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
 		base = base[i+1:]
 	}
 	base = strings.TrimSuffix(strings.TrimSuffix(base, ".cmd"), ".exe")
