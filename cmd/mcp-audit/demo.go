@@ -73,7 +73,7 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	say("mcplife demo — events go to %s", mustPath(g))
 	say("project %s with four example MCP servers (this binary, re-executed):", project)
 	say("  fast     answers at once          slow     lists its tools after 0.9 s (beyond the 250 ms gate)")
-	say("  failing  fails at initialize      flaky    exits on its own 1.2 s after it starts")
+	say("  failing  fails at initialize      flaky    exits on its own 1.2 s after it starts; reconnected")
 	opts := &session.Options{Cwd: project, Loader: loader.Options{Home: home, LookupEnv: func(string) (string, bool) { return "", false }},
 		Logger: slog.New(slog.DiscardHandler)}
 
@@ -90,8 +90,11 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 		s1.Close(ctx)
 		return err
 	}
-	say("\nwaiting for flaky to exit on its own…")
-	waitStatus(ctx, s1, "flaky", projector.StatusDisconnected, 10*time.Second)
+	say("\nwaiting for flaky to exit on its own… (its tools stay, deferred, while it reconnects)")
+	waitStatus(ctx, s1, "flaky", projector.StatusReconnecting, 10*time.Second)
+	printServers(g, s1.Manager().View())
+	say("\nflaky is started again after 0.5 s:")
+	waitStatus(ctx, s1, "flaky", projector.StatusConnected, 10*time.Second)
 	printServers(g, s1.Manager().View())
 	if _, err := callTool1(ctx, g, s1, "fast", "add", `{"a":2,"b":3}`); err != nil {
 		s1.Close(ctx)
