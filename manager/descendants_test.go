@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/journal"
 )
 
 // TestTeardownKillsDescendantsOutsideTheGroup: a server started through
@@ -76,6 +78,29 @@ exec "$@"`
 		if g, _ := proc.Group(pid); g != pid {
 			t.Fatalf("escapee %d is in group %d, not a group of its own", pid, g)
 		}
+	}
+
+	// The descendant still linked to the server by its parent is recorded,
+	// with its start time, for a later process to reap if this one dies.
+	sub, err := e.j.Subscribe(ctx, journal.SubscribeOptions{Session: e.session, FromSeq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var seen *events.ProcessesSeen
+	for seen == nil {
+		env, ok := <-sub.C()
+		if !ok {
+			t.Fatalf("subscription ended: %v", sub.Err())
+		}
+		if env.Type == events.TypeProcessesSeen {
+			ev, _ := events.Decode(env)
+			seen = ev.(*events.ProcessesSeen)
+		}
+	}
+	want, _ := proc.IdentityOf(pids[0])
+	if !slices.Contains(seen.Pids, events.ProcessRef{Pid: want.Pid, StartTime: want.StartTime}) {
+		t.Errorf("ProcessesSeen %+v lacks the setsid child %+v", seen, want)
 	}
 
 	if err := e.m.DisconnectAll(ctx); err != nil {

@@ -3,7 +3,9 @@ package manager
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -85,7 +87,7 @@ func (m *Manager) recordDescendants(s *server, lc *liveConn, seen map[proc.Ident
 		return
 	}
 	var fresh []events.ProcessRef
-	for _, id := range proc.Descendants(lc.proc.Pid()) {
+	for _, id := range m.scanner.descendants(s.ctx, lc.proc.Pid()) {
 		if !seen[id] {
 			seen[id] = true
 			fresh = append(fresh, events.ProcessRef{Pid: id.Pid, StartTime: id.StartTime})
@@ -142,6 +144,49 @@ func (m *Manager) hostResumed(slept time.Duration) {
 		select {
 		case s.conn.checkNow <- struct{}{}:
 		default: // a check is due already
+		}
+	}
+}
+
+// procScanner answers descendants queries of many servers with one pass
+// over /proc: a query waits up to scanBatch for others to join it, so a
+// start of 200 servers reads /proc a few times, not 200.
+type procScanner struct {
+	mu      sync.Mutex
+	pending map[int][]chan []proc.Identity // (mu) queries of the next pass, by root pid
+}
+
+// scanBatch is how long a descendants query waits for others to join it.
+const scanBatch = 50 * time.Millisecond
+
+// descendants returns the descendants of pid, or nil when ctx ends first.
+func (ps *procScanner) descendants(ctx context.Context, pid int) []proc.Identity {
+	ch := make(chan []proc.Identity, 1)
+	ps.mu.Lock()
+	if ps.pending == nil {
+		ps.pending = map[int][]chan []proc.Identity{}
+		time.AfterFunc(scanBatch, ps.scan)
+	}
+	ps.pending[pid] = append(ps.pending[pid], ch)
+	ps.mu.Unlock()
+	select {
+	case ids := <-ch:
+		return ids
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// scan answers every pending query with one pass over /proc.
+func (ps *procScanner) scan() {
+	ps.mu.Lock()
+	pending := ps.pending
+	ps.pending = nil
+	ps.mu.Unlock()
+	found := proc.DescendantsOf(slices.Collect(maps.Keys(pending)))
+	for pid, chs := range pending {
+		for _, ch := range chs {
+			ch <- found[pid]
 		}
 	}
 }

@@ -191,6 +191,7 @@ type Manager struct {
 	round      int64
 
 	reconnect ReconnectPolicy // opts.Reconnect with defaults
+	scanner   procScanner     // descendants of stdio servers, one /proc pass for many
 }
 
 // New returns a manager that records session's lifecycle in j. The

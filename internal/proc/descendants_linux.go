@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 )
@@ -200,4 +201,37 @@ func hasEnvEntry(pid int, entry string) bool {
 		}
 	}
 	return false
+}
+
+// DescendantsOf returns, for each of roots, the running processes that
+// descend from it by their parent links (as [Descendants], without the
+// instance-marker search), reading /proc once for all of them: many
+// servers that connect at once share one pass. A root that does not run
+// has no entry.
+func DescendantsOf(roots []int) map[int][]Identity {
+	children := map[int][]int{}
+	stats := map[int]procStat{}
+	if err := eachProc(func(pid int, st procStat, _ os.DirEntry) {
+		stats[pid] = st
+		children[st.ppid] = append(children[st.ppid], pid)
+	}); err != nil {
+		return nil
+	}
+	out := make(map[int][]Identity, len(roots))
+	for _, root := range roots {
+		rst, ok := stats[root]
+		if !ok || rst.dead() {
+			continue
+		}
+		var found []Identity
+		for next := slices.Clone(children[root]); len(next) > 0; {
+			pid := next[len(next)-1]
+			next = append(next[:len(next)-1], children[pid]...)
+			if st := stats[pid]; !st.dead() && st.start >= rst.start {
+				found = append(found, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
+			}
+		}
+		out[root] = found
+	}
+	return out
 }

@@ -51,6 +51,19 @@ func TestDescendants(t *testing.T) {
 		t.Errorf("Descendants(%d) = %v holds the root", p.Pid(), got)
 	}
 
+	// DescendantsOf follows parent links only: the child, not the
+	// reparented process; one pass answers several roots.
+	many := DescendantsOf([]int{p.Pid(), os.Getpid(), -1})
+	if !slices.Contains(many[p.Pid()], child) || slices.Contains(many[p.Pid()], reparented) {
+		t.Errorf("DescendantsOf(%d) = %v, want %v and not %v", p.Pid(), many[p.Pid()], child, reparented)
+	}
+	if !slices.Contains(many[os.Getpid()], child) || !slices.Contains(many[os.Getpid()], p.Identity()) {
+		t.Errorf("DescendantsOf(self) = %v, lacks %v or %v", many[os.Getpid()], p.Identity(), child)
+	}
+	if _, ok := many[-1]; ok {
+		t.Errorf("DescendantsOf has an entry for a pid that does not run")
+	}
+
 	// This process was not started by Start: only parent links count.
 	mine := Descendants(os.Getpid())
 	for _, want := range []Identity{p.Identity(), child} {

@@ -32,3 +32,6 @@ func IdentityOf(pid int) (Identity, bool) {
 	}
 	return Identity{Pid: pid, Pgid: pgid}, true
 }
+
+// DescendantsOf returns nil: there is no /proc to find them in.
+func DescendantsOf(roots []int) map[int][]Identity { return nil }
