@@ -35,13 +35,13 @@ import (
 // event.
 //
 // ConfigChanged and the Disconnected events share a correlation id.
-// Added and changed servers are connected by [Manager.ConnectServers], as
-// an explicit connect is (a server whose reconnects gave up starts
-// afresh), and ApplyConfigs returns its result at the startup gate:
-// Connected and Errors concern the added and changed servers, Tools is
-// the whole view. ApplyConfigs runs one at a time with [Manager.Reload]. It returns [ErrClosed] when the
-// manager is closed, and ctx.Err() when ctx ends before the gate (a
-// teardown then completes in the background).
+// Added and changed servers get a fresh crash-loop breaker and are
+// connected by [Manager.ConnectServers]; ApplyConfigs returns its result
+// at the startup gate: Connected and Errors concern the added and changed
+// servers, Tools is the whole view. ApplyConfigs runs one at a time with
+// [Manager.Reload]. It returns [ErrClosed] when the manager is closed,
+// and ctx.Err() when ctx ends before the gate (a teardown then completes
+// in the background).
 func (m *Manager) ApplyConfigs(ctx context.Context, paths []string, configs []events.ServerConfig, sources map[string]events.SourceMeta) (*ConnectResult, error) {
 	m.reloadMu.Lock()
 	defer m.reloadMu.Unlock()
@@ -62,6 +62,11 @@ func (m *Manager) ApplyConfigs(ctx context.Context, paths []string, configs []ev
 	for _, name := range slices.Concat(d.removed, d.forgotten) {
 		delete(m.sources, name)
 		delete(m.discovered, name)
+	}
+	// ConnectServers re-arms the servers it starts too; this also covers
+	// one it finds already started by a connect racing with the edit.
+	for _, name := range slices.Concat(d.added, d.changed) {
+		m.rearm(name)
 	}
 	m.mu.Unlock()
 	if err := m.j.Flush(context.WithoutCancel(ctx)); err != nil {
