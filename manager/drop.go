@@ -118,6 +118,9 @@ func (m *Manager) dropped(s *server, d *events.Disconnected) {
 	if tripped {
 		evs = append(evs, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: d.Error})
 		m.log.Warn("MCP server keeps failing; reconnecting stopped", "server", s.name, "attempts", count)
+		if m.servers[s.name] == s {
+			delete(m.servers, s.name)
+		}
 	} else {
 		d.Reconnecting = true
 		s2 = m.successor(s, n)

@@ -462,3 +462,38 @@ func TestHostResumedChecksRemoteServers(t *testing.T) {
 		}
 	})
 }
+
+// TestDropsThatComeTooSoonTripTheBreaker: connections that drop within
+// 10 s of their connect count as failed attempts; the fifth gives up at
+// the drop itself, and an explicit connect brings the server back.
+func TestDropsThatComeTooSoonTripTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newReconnectEnv(t, Options{})
+		defer e.close()
+		e.connect("a")
+		for i := range 5 {
+			e.ds.drop("a")
+			e.flush()
+			if i < 4 {
+				// Delays 0.5, 1, 2, 4 s: each unstable drop continues the
+				// backoff.
+				time.Sleep(DefaultReconnectInitial << i)
+				e.flush()
+				if st := e.m.Status("a"); st != projector.StatusConnected {
+					t.Fatalf("after drop %d: %s", i+1, st)
+				}
+			}
+		}
+		if st := e.m.Status("a"); st != projector.StatusFailed {
+			t.Fatalf("after five quick drops: %s", st)
+		}
+		got := e.story(events.TypeReconnectGaveUp)
+		if len(got) != 1 || got[0] != `ReconnectGaveUp a attempts=5 lastError="connection closed"` {
+			t.Errorf("events from ReconnectGaveUp on: %q", got)
+		}
+		e.connect("a")
+		if st := e.m.Status("a"); st != projector.StatusConnected {
+			t.Errorf("status after an explicit connect: %s", st)
+		}
+	})
+}
