@@ -321,10 +321,6 @@ func TestApplyConfigsClosed(t *testing.T) {
 // leaves its config alone, and connects with a fresh breaker when its
 // config changes.
 func TestApplyConfigsAfterGaveUp(t *testing.T) {
-	// dropped (drop.go) leaves the record of a drop that trips the
-	// breaker in m.servers, closing for good, and ConnectServers waits
-	// for it forever; this test passes once that record is removed.
-	t.Skip("a drop that trips the breaker leaves its record behind")
 	e := newEnv(t, &Options{Gate: time.Minute, Reconnect: ReconnectPolicy{
 		Initial: time.Millisecond, Max: time.Millisecond, NoJitter: true, BreakerAttempts: 2,
 	}})

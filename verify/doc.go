@@ -27,9 +27,9 @@
 //     0) is the one its ReconnectScheduled announced;
 //   - nothing-after-gave-up: after ReconnectGaveUp, nothing for the
 //     server until an explicit connect (a ConnectStarted of a round);
-//   - no-reconnect-after-requested-disconnect: a requested disconnect or a
-//     reload is never followed by ReconnectScheduled or a reconnect
-//     attempt.
+//   - no-reconnect-after-requested-disconnect: a requested disconnect, a
+//     reload or a config change is never followed by ReconnectScheduled or
+//     a reconnect attempt.
 //
 // A [Checker] is a fold: feed it a session's envelopes in order with
 // Apply, then call Finish. It holds state per server, not per event, so

@@ -197,7 +197,7 @@ func (c *Checker) Apply(env events.Envelope) {
 			c.fail(env, e.Server, RuleNothingAfterGaveUp, "Disconnected after ReconnectGaveUp")
 		}
 		s.phase, s.deferred, s.reconnecting = phaseDisconnected, false, e.Reconnecting
-		s.requested = e.Reason == events.ReasonRequested || e.Reason == events.ReasonReload
+		s.requested = e.Reason == events.ReasonRequested || e.Reason == events.ReasonReload || e.Reason == events.ReasonConfigChanged
 		s.scheduled = 0
 	case *events.ReconnectScheduled:
 		s := c.srv(e.Server)

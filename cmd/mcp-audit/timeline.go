@@ -125,7 +125,7 @@ func buildTimeline(session string, envs func(yield func(events.Envelope, error) 
 			r.marks = append(r.marks, mark{kind: "deferred", at: at, text: fmt.Sprintf("%d cached tools", e.Count)})
 		case *events.Disconnected:
 			if r, ok := rows[e.Server]; ok {
-				requested := e.Reason == events.ReasonRequested || e.Reason == events.ReasonReload
+				requested := e.Reason == events.ReasonRequested || e.Reason == events.ReasonReload || e.Reason == events.ReasonConfigChanged
 				for _, kind := range []string{"connect", "list"} {
 					if closeOpen(r, kind, at, !requested) && requested {
 						r.spans[len(r.spans)-1].cut = true
