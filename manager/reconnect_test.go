@@ -193,6 +193,18 @@ func (e *reconnectEnv) flush() {
 	}
 }
 
+// droppedAndBack is the story of server a dropped for reason with error
+// errText, reconnected after the first delay, and its tools listed again.
+func droppedAndBack(reason, errText string) []string {
+	return []string{
+		fmt.Sprintf(`Disconnected a reason=%s reconnecting=true error=%q`, reason, errText),
+		fmt.Sprintf(`ReconnectScheduled a attempt=2 delayMs=500 cause=%q`, reason),
+		`ConnectStarted a transport=stdio attempt=2 round=0`,
+		`ServerConnected a protocol=2025-11-25 peer=a`,
+		`ToolsListed a cause=reconnect count=3 tools=[echo hold look]`,
+	}
+}
+
 // TestDropReconnectsAndToolsComeBack: a server whose connection drops is
 // reconnected after the first backoff delay; its tools stay in the view,
 // deferred, meanwhile, and come back live.
@@ -224,13 +236,7 @@ func TestDropReconnectsAndToolsComeBack(t *testing.T) {
 				t.Errorf("%s still deferred", tl.Name)
 			}
 		}
-		want := []string{
-			`Disconnected a reason=transport closed reconnecting=true error="connection closed"`,
-			`ReconnectScheduled a attempt=2 delayMs=500 cause="transport closed"`,
-			`ConnectStarted a transport=stdio attempt=2 round=0`,
-			`ServerConnected a protocol=2025-11-25 peer=a`,
-			`ToolsListed a cause=reconnect count=3 tools=[echo hold look]`,
-		}
+		want := droppedAndBack("transport closed", "connection closed")
 		if diff := cmp.Diff(want, e.story(events.TypeDisconnected)); diff != "" {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
@@ -408,13 +414,7 @@ func TestUnresponsiveServerIsReconnected(t *testing.T) {
 		e.ds.set(e.ds.deaf, "a", false)
 		time.Sleep(DefaultReconnectInitial)
 		e.flush()
-		want := []string{
-			`Disconnected a reason=unresponsive reconnecting=true error="no answer to a health check within 10s"`,
-			`ReconnectScheduled a attempt=2 delayMs=500 cause="unresponsive"`,
-			`ConnectStarted a transport=stdio attempt=2 round=0`,
-			`ServerConnected a protocol=2025-11-25 peer=a`,
-			`ToolsListed a cause=reconnect count=3 tools=[echo hold look]`,
-		}
+		want := droppedAndBack("unresponsive", "no answer to a health check within 10s")
 		if diff := cmp.Diff(want, e.story(events.TypeDisconnected)); diff != "" {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
