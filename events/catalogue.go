@@ -107,6 +107,11 @@ type SessionStarted struct {
 	Cwd     string            `json:"cwd"`
 	Gate    time.Duration     `json:"gate"`
 	Options map[string]string `json:"options,omitempty"`
+	// Host is the process that runs the session, so that a later process
+	// can tell that the session was abandoned: its host is gone (the pid
+	// is free or names a process with another start time) and it never
+	// recorded [SessionClosed]. Nil in sessions recorded without it.
+	Host *ProcessRef `json:"host,omitempty"`
 }
 
 // SessionClosed is recorded when a runtime session ends.

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/manager"
@@ -155,7 +156,9 @@ type Session struct {
 
 // Start starts a session that records to j. With MCP disabled it only
 // holds opts.Tools. Otherwise it creates the session's manager, records
-// SessionStarted, discovers servers (or takes opts.Servers), records what
+// SessionStarted with this process as its host, reaps the sessions that
+// killed hosts left open ([ReapAbandoned], at best effort: a failure is
+// logged), discovers servers (or takes opts.Servers), records what
 // it found and connects the servers, returning at the startup gate; each
 // per-server error is logged and kept in [Session.LoadResult]. It
 // subscribes to the manager's updates, so later connects, drops and list
@@ -248,6 +251,9 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		gate = manager.DefaultGate
 	}
 	started := &events.SessionStarted{Cwd: cwd, Gate: gate}
+	if host, ok := proc.IdentityOf(os.Getpid()); ok {
+		started.Host = &events.ProcessRef{Pid: host.Pid, StartTime: host.StartTime}
+	}
 	hostServers := o.Servers != nil
 	configs, sources := slices.Clone(o.Servers), maps.Clone(o.Sources)
 	if hostServers {
@@ -269,6 +275,8 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		m.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("session: %w", err)
 	}
+	// Before any server starts: what a killed host left running goes first.
+	reapAbandonedAtStart(ctx, j, s.id, log)
 	if err := s.follow(); err != nil {
 		s.closeOwned(ctx)
 		return nil, err

@@ -1,0 +1,257 @@
+package session_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/session"
+	"github.com/mcplife/mcplife/store"
+)
+
+// sleeper is a process of the test's own that a recorded session can
+// name: a "sleep 1000" in a process group of its own.
+type sleeper struct {
+	id     proc.Identity
+	exited chan struct{}
+}
+
+func startSleeper(t *testing.T) *sleeper {
+	t.Helper()
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id, ok := proc.IdentityOf(cmd.Process.Pid)
+	if !ok || id.StartTime == 0 {
+		t.Fatalf("no identity for process %d", cmd.Process.Pid)
+	}
+	s := &sleeper{id: id, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-s.exited
+	})
+	return s
+}
+
+func (s *sleeper) ref() events.ProcessRef {
+	return events.ProcessRef{Pid: s.id.Pid, StartTime: s.id.StartTime}
+}
+
+// exitedWithin reports whether the process exited within limit.
+func (s *sleeper) exitedWithin(limit time.Duration) bool {
+	select {
+	case <-s.exited:
+		return true
+	case <-time.After(limit):
+		return false
+	}
+}
+
+// running reports whether the process still runs (it has not been waited
+// for, so a killed one may show as a zombie for a moment: ask after
+// exitedWithin).
+func (s *sleeper) running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// selfRef is this process as a session's host.
+func selfRef(t *testing.T) events.ProcessRef {
+	t.Helper()
+	id, ok := proc.IdentityOf(os.Getpid())
+	if !ok || id.StartTime == 0 {
+		t.Skip("no start time for this process")
+	}
+	return events.ProcessRef{Pid: id.Pid, StartTime: id.StartTime}
+}
+
+// deadHost names a host that is gone: this process's pid with another
+// start time, as a pid reused after the host was killed looks.
+func deadHost(t *testing.T) *events.ProcessRef {
+	h := selfRef(t)
+	h.StartTime++
+	return &h
+}
+
+func record(t *testing.T, j *journal.Journal, sessionID string, evs ...events.Event) {
+	t.Helper()
+	if _, err := j.Append(context.Background(), sessionID, evs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// streamTypes returns the event types of a session's stream and its
+// decoded events.
+func streamEvents(t *testing.T, st store.Store, sessionID string) (types []string, evs []events.Event) {
+	t.Helper()
+	for env, err := range st.ReadStream(context.Background(), sessionID, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := events.Decode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, env.Type)
+		evs = append(evs, ev)
+	}
+	return types, evs
+}
+
+// TestReapAbandonedKillsOnlyWhatTheDeadHostLeft: a session whose host is
+// gone and that never closed is marked abandoned, and the processes it
+// recorded that still run as the same processes are killed: a server and
+// a descendant it was seen to start. A pid recorded with another start
+// time (now held by another process), a server whose teardown was
+// recorded, and the sessions that are closed, have a live host or no host
+// at all are left alone.
+func TestReapAbandonedKillsOnlyWhatTheDeadHostLeft(t *testing.T) {
+	j, st := newJournal(t)
+	ctx := t.Context()
+	server, child, reused, tornDown := startSleeper(t), startSleeper(t), startSleeper(t), startSleeper(t)
+	bystander := startSleeper(t)
+
+	record(t, j, "old",
+		&events.SessionStarted{Cwd: "/w", Host: deadHost(t)},
+		&events.ServerConnected{Server: "a", Pid: server.id.Pid, Pgid: server.id.Pgid, StartTime: server.id.StartTime},
+		&events.ProcessesSeen{Server: "a", Pids: []events.ProcessRef{child.ref()}},
+		// The pid of reused, recorded with another start time: it stands
+		// for a process that is gone, whose pid reused now holds.
+		&events.ServerConnected{Server: "b", Pid: reused.id.Pid, Pgid: reused.id.Pgid, StartTime: reused.id.StartTime + 1},
+		&events.ServerConnected{Server: "c", Pid: tornDown.id.Pid, Pgid: tornDown.id.Pgid, StartTime: tornDown.id.StartTime},
+		&events.Disconnected{Server: "c", Reason: events.ReasonRequested},
+	)
+	bystanderConnected := &events.ServerConnected{Server: "a", Pid: bystander.id.Pid, Pgid: bystander.id.Pgid, StartTime: bystander.id.StartTime}
+	record(t, j, "closed", &events.SessionStarted{Host: deadHost(t)}, bystanderConnected, &events.SessionClosed{Reason: "closed"})
+	live := selfRef(t)
+	record(t, j, "live", &events.SessionStarted{Host: &live}, bystanderConnected)
+	record(t, j, "older-version", &events.SessionStarted{}, bystanderConnected)
+
+	found, err := session.ReapAbandoned(ctx, j, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []events.ProcessRef{server.ref(), child.ref()}
+	slices.SortFunc(want, func(a, b events.ProcessRef) int { return a.Pid - b.Pid })
+	if len(found) != 1 || found[0].Session != "old" || found[0].Host != *deadHost(t) || !slices.Equal(found[0].Reaped, want) {
+		t.Fatalf("found %+v, want session old reaping %v", found, want)
+	}
+	for name, p := range map[string]*sleeper{"server": server, "descendant": child} {
+		if !p.exitedWithin(10 * time.Second) {
+			t.Errorf("the %s of the abandoned session (pid %d) still runs", name, p.id.Pid)
+		}
+	}
+	for name, p := range map[string]*sleeper{"process holding a reused pid": reused, "torn-down server": tornDown, "server of the other sessions": bystander} {
+		if !p.running() {
+			t.Errorf("the %s (pid %d) was killed", name, p.id.Pid)
+		}
+	}
+
+	types, evs := streamEvents(t, st, "old")
+	if n := len(types); n < 2 || types[n-2] != events.TypeSessionAbandoned || types[n-1] != events.TypeOrphansReaped {
+		t.Fatalf("old's stream ends %v, want SessionAbandoned, OrphansReaped", types)
+	}
+	if a := evs[len(evs)-2].(*events.SessionAbandoned); *a != (events.SessionAbandoned{Session: "old", DetectedBy: "new"}) {
+		t.Errorf("SessionAbandoned = %+v", a)
+	}
+	if r := evs[len(evs)-1].(*events.OrphansReaped); r.Session != "old" || !slices.Equal(r.Pids, want) {
+		t.Errorf("OrphansReaped = %+v, want pids %v", r, want)
+	}
+	for _, s := range []string{"closed", "live", "older-version"} {
+		if types, _ := streamEvents(t, st, s); slices.Contains(types, events.TypeSessionAbandoned) {
+			t.Errorf("session %s was marked abandoned: %v", s, types)
+		}
+	}
+
+	// Marked once: a second look finds nothing.
+	if again, err := session.ReapAbandoned(ctx, j, "newer"); err != nil || len(again) != 0 {
+		t.Errorf("second look: %+v, %v", again, err)
+	}
+}
+
+// TestReapAbandonedMarksOnceUnderConcurrentLooks: of several looks at
+// once (as several hosts starting together make), one marks the session
+// and records its orphans.
+func TestReapAbandonedMarksOnceUnderConcurrentLooks(t *testing.T) {
+	j, st := newJournal(t)
+	server := startSleeper(t)
+	record(t, j, "old",
+		&events.SessionStarted{Host: deadHost(t)},
+		&events.ServerConnected{Server: "a", Pid: server.id.Pid, Pgid: server.id.Pgid, StartTime: server.id.StartTime},
+	)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var marked int
+	for i := range 4 {
+		wg.Go(func() {
+			found, err := session.ReapAbandoned(t.Context(), j, "new-"+string(rune('a'+i)))
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			marked += len(found)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	types, _ := streamEvents(t, st, "old")
+	abandoned := 0
+	for _, typ := range types {
+		if typ == events.TypeSessionAbandoned {
+			abandoned++
+		}
+	}
+	if marked != 1 || abandoned != 1 {
+		t.Errorf("marked by %d looks, %d SessionAbandoned: %v", marked, abandoned, types)
+	}
+	if !server.exitedWithin(10 * time.Second) {
+		t.Error("the abandoned session's server still runs")
+	}
+}
+
+// TestStartRecordsItsHostAndReapsAbandonedSessions: Start records this
+// process as the session's host, and marks a session a killed host left
+// open, naming itself as the detector.
+func TestStartRecordsItsHostAndReapsAbandonedSessions(t *testing.T) {
+	j, st := newJournal(t)
+	server := startSleeper(t)
+	record(t, j, "old",
+		&events.SessionStarted{Host: deadHost(t)},
+		&events.ServerConnected{Server: "a", Pid: server.id.Pid, Pgid: server.id.Pgid, StartTime: server.id.StartTime},
+	)
+	s, err := session.Start(t.Context(), j, &session.Options{Servers: []events.ServerConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	_, evs := streamEvents(t, st, s.ID())
+	started, ok := evs[0].(*events.SessionStarted)
+	if !ok || started.Host == nil || *started.Host != selfRef(t) {
+		t.Errorf("first event %#v, want SessionStarted with host %+v", evs[0], selfRef(t))
+	}
+	_, old := streamEvents(t, st, "old")
+	if a, ok := old[len(old)-2].(*events.SessionAbandoned); !ok || a.DetectedBy != s.ID() {
+		t.Errorf("old session's events: %#v, want SessionAbandoned detected by %s", old, s.ID())
+	}
+	if !server.exitedWithin(10 * time.Second) {
+		t.Error("the abandoned session's server still runs")
+	}
+}
