@@ -150,14 +150,17 @@ func (m *Manager) hostResumed(slept time.Duration) {
 
 // procScanner answers descendants queries of many servers with one pass
 // over /proc: a query waits up to scanBatch for others to join it, so a
-// start of 200 servers reads /proc a few times, not 200.
+// start of 200 servers reads /proc once or twice, not 200 times.
 type procScanner struct {
 	mu      sync.Mutex
 	pending map[int][]chan []proc.Identity // (mu) queries of the next pass, by root pid
 }
 
-// scanBatch is how long a descendants query waits for others to join it.
-const scanBatch = 50 * time.Millisecond
+// scanBatch is how long a descendants query waits for others to join it:
+// long enough that a burst of connects shares one pass, that a server
+// started through a package runner has started its real process, and that
+// the pass stays off the startup path it follows.
+const scanBatch = 500 * time.Millisecond
 
 // descendants returns the descendants of pid, or nil when ctx ends first.
 func (ps *procScanner) descendants(ctx context.Context, pid int) []proc.Identity {
