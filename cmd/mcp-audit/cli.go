@@ -25,7 +25,14 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGTERM and SIGHUP (the terminal went away) end a command as Ctrl-C
+	// does, so run still tears every server down.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// A write to a closed stdout (the reader of a pipe gone, as Ctrl-C
+	// ends a whole pipeline) then fails instead of killing this process
+	// before run's teardown. Notify, not Ignore: an ignored signal would
+	// stay ignored in the servers it starts.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -156,6 +156,9 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if g.json {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Before any server starts, and stopped after the teardown (defers
+	// run last to first).
+	defer adoptOrphans(ctx, g)()
 	start := time.Now()
 	s, err := session.Start(ctx, j, &session.Options{
 		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate, EagerCache: o.eager}, Logger: logger, ToolBudget: o.budget,
