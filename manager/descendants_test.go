@@ -80,8 +80,9 @@ exec "$@"`
 		}
 	}
 
-	// The descendant still linked to the server by its parent is recorded,
-	// with its start time, for a later process to reap if this one dies.
+	// Both escapees are recorded, with their start times, for a later
+	// process to reap if this one dies: the setsid child by its parent
+	// link, the daemon by the instance marker.
 	sub, err := e.j.Subscribe(ctx, journal.SubscribeOptions{Session: e.session, FromSeq: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -98,9 +99,11 @@ exec "$@"`
 			seen = ev.(*events.ProcessesSeen)
 		}
 	}
-	want, _ := proc.IdentityOf(pids[0])
-	if !slices.Contains(seen.Pids, events.ProcessRef{Pid: want.Pid, StartTime: want.StartTime}) {
-		t.Errorf("ProcessesSeen %+v lacks the setsid child %+v", seen, want)
+	for _, pid := range pids {
+		want, _ := proc.IdentityOf(pid)
+		if !slices.Contains(seen.Pids, events.ProcessRef{Pid: want.Pid, StartTime: want.StartTime}) {
+			t.Errorf("ProcessesSeen %+v lacks escapee %+v", seen, want)
+		}
 	}
 
 	if err := e.m.DisconnectAll(ctx); err != nil {

@@ -72,7 +72,7 @@ func TestRunWatchesConfig(t *testing.T) {
 	doc.MCPServers["extra"] = map[string]any{"command": cmd, "args": args}
 	b, _ := json.Marshal(doc)
 	rewriteConfig(t, cfg, string(b))
-	waitLine("config changed ("+cfg+"): added extra")
+	waitLine("config changed (" + cfg + "): added extra")
 	waitLine("extra", "connected", "1 tools")
 
 	rewriteConfig(t, cfg, "{")

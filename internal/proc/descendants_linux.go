@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"crypto/rand"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -204,34 +205,96 @@ func hasEnvEntry(pid int, entry string) bool {
 }
 
 // DescendantsOf returns, for each of roots, the running processes that
-// descend from it by their parent links (as [Descendants], without the
-// instance-marker search), reading /proc once for all of them: many
-// servers that connect at once share one pass. A root that does not run
-// has no entry.
+// descend from it, as [Descendants] finds them: by parent links and, for a
+// root that [Start] started, by its instance marker, which finds daemons
+// already reparented. It reads /proc once for all of them (and the
+// environment of each newer process of this user once), so many servers
+// that connect at once share one pass. A root that does not run has no
+// entry.
 func DescendantsOf(roots []int) map[int][]Identity {
+	markers := map[string]int{} // instance marker entry → root
+	for _, root := range roots {
+		if mk := launchedMarker(root); mk != "" {
+			markers[mk] = root
+		}
+	}
+	uid := uint32(os.Getuid())
 	children := map[int][]int{}
 	stats := map[int]procStat{}
-	if err := eachProc(func(pid int, st procStat, _ os.DirEntry) {
+	var mine []int // live processes of this user, for the marker search
+	if err := eachProc(func(pid int, st procStat, e os.DirEntry) {
 		stats[pid] = st
 		children[st.ppid] = append(children[st.ppid], pid)
+		if len(markers) == 0 || st.dead() {
+			return
+		}
+		if info, err := e.Info(); err == nil {
+			if s, ok := info.Sys().(*syscall.Stat_t); ok && s.Uid == uid {
+				mine = append(mine, pid)
+			}
+		}
 	}); err != nil {
 		return nil
 	}
-	out := make(map[int][]Identity, len(roots))
+	found := make(map[int]map[int]bool, len(roots))
 	for _, root := range roots {
 		rst, ok := stats[root]
 		if !ok || rst.dead() {
 			continue
 		}
-		var found []Identity
+		found[root] = map[int]bool{}
 		for next := slices.Clone(children[root]); len(next) > 0; {
 			pid := next[len(next)-1]
 			next = append(next[:len(next)-1], children[pid]...)
 			if st := stats[pid]; !st.dead() && st.start >= rst.start {
-				found = append(found, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
+				found[root][pid] = true
 			}
 		}
-		out[root] = found
+	}
+	for _, pid := range mine {
+		if _, isRoot := found[pid]; isRoot {
+			continue
+		}
+		for _, entry := range envEntries(pid) {
+			root, ok := markers[entry]
+			if !ok || found[root] == nil || pid == root {
+				continue
+			}
+			if stats[pid].start >= stats[root].start {
+				found[root][pid] = true
+			}
+		}
+	}
+	out := make(map[int][]Identity, len(found))
+	for root, pids := range found {
+		ids := []Identity{}
+		for _, pid := range slices.Sorted(maps.Keys(pids)) {
+			st := stats[pid]
+			ids = append(ids, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
+		}
+		out[root] = ids
+	}
+	return out
+}
+
+// envEntries returns the environment entries (KEY=VALUE) of pid, or nil
+// when it cannot be read.
+func envEntries(pid int) []string {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for len(env) > 0 {
+		kv := env
+		if i := bytes.IndexByte(env, 0); i >= 0 {
+			kv, env = env[:i], env[i+1:]
+		} else {
+			env = nil
+		}
+		if bytes.HasPrefix(kv, []byte(instanceEnv+"=")) {
+			out = append(out, string(kv))
+		}
 	}
 	return out
 }
