@@ -56,6 +56,9 @@ func appendToolsCanonical(dst []byte, defs []ToolDef) (_ []byte, ok bool) {
 			return dst, false
 		}
 		str("description", d.Description, true)
+		if !raw("icons", d.Icons) {
+			return dst, false
+		}
 		if !raw("inputSchema", d.InputSchema) {
 			return dst, false
 		}

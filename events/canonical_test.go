@@ -40,6 +40,7 @@ func TestHashToolsMatchesGenericRoundTrip(t *testing.T) {
 			{{Name: "t", InputSchema: json.RawMessage(c)}},
 			{{Name: "t", Description: "d", OutputSchema: json.RawMessage(c), Annotations: json.RawMessage(`{"readOnlyHint":true,"destructiveHint":false}`)}},
 			{{Name: "t<" + c, Title: c, Description: c}},
+			{{Name: "t", Title: "T", InputSchema: json.RawMessage(`{}`), Icons: json.RawMessage(c)}},
 		} {
 			if got, want := HashTools(defs), slowHash(defs); got != want {
 				fast, _ := appendToolsCanonical(nil, defs)
@@ -48,7 +49,8 @@ func TestHashToolsMatchesGenericRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	for _, defs := range [][]ToolDef{nil, {}, {{Name: "a"}, {Name: "b", Title: "B"}}} {
+	for _, defs := range [][]ToolDef{nil, {}, {{Name: "a"}, {Name: "b", Title: "B"}},
+		{{Name: "a", Description: "d", Icons: json.RawMessage(`[{"src":"data:image/png;base64,AA==","sizes":["48x48"]}]`), InputSchema: json.RawMessage(`{"type":"object"}`)}}} {
 		if got, want := HashTools(defs), slowHash(defs); got != want {
 			t.Errorf("%#v: hash differs from the generic round trip", defs)
 		}
@@ -124,4 +126,23 @@ func benchDefs() []ToolDef {
 			Annotations: json.RawMessage(`{"readOnlyHint":true,"title":"Read"}`)}
 	}
 	return defs
+}
+
+// TestToolsWithoutIconsHashAsBefore: a list without icons hashes as it did
+// before ToolDef had them, so cached lists and recorded hashes stay valid;
+// icons, when sent, change the hash.
+func TestToolsWithoutIconsHashAsBefore(t *testing.T) {
+	defs := []ToolDef{{Name: "read", Title: "Read", Description: "Reads.", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: json.RawMessage(`{"readOnlyHint":true}`)}}
+	sum := sha256.Sum256([]byte(`[{"annotations":{"readOnlyHint":true},"description":"Reads.","inputSchema":{"type":"object"},"name":"read","title":"Read"}]`))
+	if got, want := HashTools(defs), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("HashTools = %s, want %s (the hash before icons existed)", got, want)
+	}
+	with := []ToolDef{defs[0]}
+	with[0].Icons = json.RawMessage(`[{"src":"https://example.com/read.svg","mimeType":"image/svg+xml"}]`)
+	if HashTools(with) == HashTools(defs) {
+		t.Error("icons do not change the hash")
+	}
+	if got, want := HashTools(with), slowHash(with); got != want {
+		t.Error("hash with icons differs from the generic round trip")
+	}
 }

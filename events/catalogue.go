@@ -194,6 +194,9 @@ type ToolDef struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Icons is the tool's icons array as the server sent it; nil when it
+	// sent none, so lists recorded before icons existed hash as before.
+	Icons json.RawMessage `json:"icons,omitempty"`
 }
 
 // ToolsListed is recorded when a tools/list (all pages) finished.
@@ -264,6 +267,14 @@ type ToolCallFinished struct {
 	// annotated read-only or idempotent, was made once more after the
 	// reconnect; the rest of the fields describe that second try.
 	Retried bool `json:"retried,omitempty"`
+	// OutputBytes is the size of the result's text as the server sent it:
+	// its text items and the text of its embedded resources, in bytes.
+	// Zero when the call returned no result from the server.
+	OutputBytes int64 `json:"outputBytes,omitempty"`
+	// Truncated: the text was over the server's output budget
+	// (maxOutputBytes) and the caller got it cut, with a marker naming
+	// the file that holds the whole result.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Disconnected is recorded when a connection ended, requested or not.
@@ -368,6 +379,7 @@ var decoders = map[string]struct {
 	TypeProcessesSeen:      {1, func() Event { return new(ProcessesSeen) }},
 	TypeSessionAbandoned:   {1, func() Event { return new(SessionAbandoned) }},
 	TypeOrphansReaped:      {1, func() Event { return new(OrphansReaped) }},
+	TypeServerLog:          {1, func() Event { return new(ServerLog) }},
 }
 
 // Types returns every known event type string, sorted.

@@ -59,6 +59,11 @@ type ServerConfig struct {
 	// 0 means no limit. Omitted when nil, so configurations without it
 	// hash as before.
 	ToolTimeoutMs *int64 `json:"toolTimeoutMs,omitempty"`
+	// MaxOutputBytes is the output budget of each tool call, in bytes of
+	// the result's text: a larger result reaches the caller cut, and the
+	// whole of it goes to a file. Nil means the default (256 KiB), 0 no
+	// limit. Omitted when nil, so configurations without it hash as before.
+	MaxOutputBytes *int64 `json:"maxOutputBytes,omitempty"`
 	// Enabled false skips the server unless a file's enabledServers lists it.
 	Enabled *bool `json:"enabled,omitempty"`
 	// EnabledTools and DisabledTools are glob patterns on the server's
@@ -226,6 +231,9 @@ func (c ServerConfig) Clone() ServerConfig {
 	if c.ToolTimeoutMs != nil {
 		v := *c.ToolTimeoutMs
 		c.ToolTimeoutMs = &v
+	}
+	if c.MaxOutputBytes != nil {
+		c.MaxOutputBytes = new(*c.MaxOutputBytes)
 	}
 	if c.Enabled != nil {
 		v := *c.Enabled

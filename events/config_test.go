@@ -111,3 +111,27 @@ func TestToolTimeoutNilKeepsTheHash(t *testing.T) {
 		}
 	}
 }
+
+// MaxOutputBytes is left out of the canonical JSON when nil, so every
+// configuration recorded before it existed keeps its hash; set (0, no
+// limit, included) it is part of the hash, and Clone and Redact copy it
+// rather than share it.
+func TestMaxOutputBytesNilKeepsTheHash(t *testing.T) {
+	cfg := ServerConfig{Name: "git", Command: "git-mcp", Args: []string{"--repo", "."}}
+	sum := sha256.Sum256([]byte(`{"args":["--repo","."],"command":"git-mcp"}`))
+	if got, want := cfg.Hash(), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("Hash = %s, want %s (the hash before maxOutputBytes existed)", got, want)
+	}
+	budget := cfg.Clone()
+	budget.MaxOutputBytes = new(int64(1 << 20))
+	zero := cfg.Clone()
+	zero.MaxOutputBytes = new(int64(0))
+	if budget.Hash() == cfg.Hash() || zero.Hash() == cfg.Hash() || zero.Hash() == budget.Hash() {
+		t.Error("maxOutputBytes does not change the hash")
+	}
+	for name, c := range map[string]ServerConfig{"Clone": budget.Clone(), "Redact": budget.Redact()} {
+		if c.MaxOutputBytes == nil || *c.MaxOutputBytes != 1<<20 || c.MaxOutputBytes == budget.MaxOutputBytes {
+			t.Errorf("%s: MaxOutputBytes = %v (shared: %t), want a copy of 1048576", name, c.MaxOutputBytes, c.MaxOutputBytes == budget.MaxOutputBytes)
+		}
+	}
+}

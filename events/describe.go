@@ -56,6 +56,9 @@ func Describe(ev Event) string {
 		if e.Retried {
 			s += " retried=true"
 		}
+		if e.Truncated {
+			s += fmt.Sprintf(" truncated=true outputBytes=%d", e.OutputBytes)
+		}
 		return s + kvq(" error", e.Error)
 	case *Disconnected:
 		s := fmt.Sprintf("%s reason=%s", e.Server, e.Reason)
@@ -89,6 +92,12 @@ func Describe(ev Event) string {
 		return fmt.Sprintf("session=%s detectedBy=%s", e.Session, e.DetectedBy)
 	case *OrphansReaped:
 		return fmt.Sprintf("session=%s pids=%s", e.Session, pidList(e.Pids))
+	case *ServerLog:
+		s := fmt.Sprintf("%s level=%s%s", e.Server, e.Level, kv(" logger", e.Logger))
+		if e.Dropped > 0 {
+			s += fmt.Sprintf(" dropped=%d", e.Dropped)
+		}
+		return s + fmt.Sprintf(" text=%q", e.Text)
 	case *ReloadRequested:
 		return fmt.Sprintf("servers=%d", e.Servers)
 	case *ReloadCompleted:

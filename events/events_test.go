@@ -21,13 +21,13 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&ConnectStarted{Server: "s", Transport: TransportHTTP, Attempt: 1, Round: 2},
 		&ServerConnected{Server: "s", Pid: 10, Pgid: 10, StartTime: 99, PeerName: "p", PeerVersion: "1", ProtocolVersion: "2025-11-25", Capabilities: json.RawMessage(`{"tools":{}}`), Duration: time.Millisecond},
 		&ConnectFailed{Server: "s", Error: "e", Duration: time.Second, TimedOut: true},
-		&ToolsListed{Server: "s", ConfigHash: "h", Tools: []ToolDef{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}}, ToolsHash: "x", Count: 1, Cause: CauseInitial},
+		&ToolsListed{Server: "s", ConfigHash: "h", Tools: []ToolDef{{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`), Icons: json.RawMessage(`[{"src":"https://x/i.png"}]`)}}, ToolsHash: "x", Count: 1, Cause: CauseInitial},
 		&ToolsListFailed{Server: "s", Error: "e"},
 		&StartupGateElapsed{Round: 1, Gate: 250 * time.Millisecond, Elapsed: 251 * time.Millisecond, Outcomes: map[string]Outcome{"s": OutcomeReady}},
 		&CachedToolsServed{Server: "s", Count: 1, CacheAge: time.Hour},
 		&ToolListChanged{Server: "s"},
 		&ToolCallStarted{Server: "s", Tool: "t", Name: "mcp_s_t"},
-		&ToolCallFinished{Server: "s", Tool: "t", IsError: true, Error: "MCP error: x", Retried: true},
+		&ToolCallFinished{Server: "s", Tool: "t", IsError: true, Error: "MCP error: x", Retried: true, OutputBytes: 300000, Truncated: true},
 		&Disconnected{Server: "s", Reason: ReasonProcessExited, ExitStatus: &exit, Reconnecting: true},
 		&ReloadRequested{Servers: 2},
 		&ReloadCompleted{Servers: 2, Failed: 1, Tools: 3},
@@ -39,6 +39,7 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&ProcessesSeen{Server: "s", Pids: []ProcessRef{{Pid: 10, StartTime: 99}}},
 		&SessionAbandoned{Session: "old", DetectedBy: "new"},
 		&OrphansReaped{Session: "old", Pids: []ProcessRef{{Pid: 10, StartTime: 99}}},
+		&ServerLog{Server: "s", Level: LogWarning, Logger: "db", Text: "slow query", Dropped: 3},
 	}
 	if len(all) != len(Types()) {
 		t.Fatalf("test covers %d types, catalogue has %d", len(all), len(Types()))

@@ -12,7 +12,7 @@ func HashTools(defs []ToolDef) string {
 	size := 2
 	for i := range defs {
 		d := &defs[i]
-		size += 64 + len(d.Name) + len(d.Title) + len(d.Description) + len(d.InputSchema) + len(d.OutputSchema) + len(d.Annotations)
+		size += 64 + len(d.Name) + len(d.Title) + len(d.Description) + len(d.InputSchema) + len(d.OutputSchema) + len(d.Annotations) + len(d.Icons)
 	}
 	if b, ok := appendToolsCanonical(make([]byte, 0, size), defs); ok {
 		sum := sha256.Sum256(b)

@@ -426,7 +426,7 @@ func (v *ToolView) expose(s *serverEntry) {
 func toolDefEqual(a, b events.ToolDef) bool {
 	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description &&
 		bytes.Equal(a.InputSchema, b.InputSchema) && bytes.Equal(a.OutputSchema, b.OutputSchema) &&
-		bytes.Equal(a.Annotations, b.Annotations)
+		bytes.Equal(a.Annotations, b.Annotations) && bytes.Equal(a.Icons, b.Icons)
 }
 
 // filterTools applies a server's tool filters: a tool is hidden when its
