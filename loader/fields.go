@@ -172,3 +172,17 @@ func (f fields) millis(key string, scale float64) *int64 {
 	v := int64(math.Round(ms))
 	return &v
 }
+
+// byteCount reads a non-negative whole number of bytes.
+func (f fields) byteCount(key string) *int64 {
+	n, ok := f.number(key)
+	if !ok {
+		return nil
+	}
+	if n < 0 || n != math.Trunc(n) || n > math.MaxInt64/2 {
+		f.bad(key, "a non-negative whole number of bytes")
+		return nil
+	}
+	v := int64(n)
+	return &v
+}

@@ -40,6 +40,7 @@ func mapNative(f fields, e *entry) {
 	c := &e.cfg
 	c.TimeoutMs = f.millis("timeout", 1)
 	c.ToolTimeoutMs = f.millis("toolTimeoutMs", 1)
+	c.MaxOutputBytes = f.byteCount("maxOutputBytes")
 	c.Enabled = f.boolean("enabled")
 	c.EnabledTools = f.strs("enabledTools")
 	c.DisabledTools = f.strs("disabledTools")

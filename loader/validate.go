@@ -23,9 +23,9 @@ func NormalizeType(t string) string {
 }
 
 // Validate checks a server configuration as discovery does: it is
-// [events.ServerConfig.Validate] plus the rule that neither "timeout" nor
-// "toolTimeoutMs" may be negative (`Server "<n>": "timeout" must not be
-// negative`, and likewise for "toolTimeoutMs"). It returns
+// [events.ServerConfig.Validate] plus the rule that none of "timeout",
+// "toolTimeoutMs" and "maxOutputBytes" may be negative (`Server "<n>":
+// "timeout" must not be negative`, and likewise for the others). It returns
 // nil or an error whose text is every problem found, joined with "; ".
 // The working directory and a URL with references, which need the
 // environment and the file system, are checked by discovery only.
@@ -41,7 +41,7 @@ func Validate(cfg events.ServerConfig) error {
 // then the mapping problems (given without prefix), then the problems of
 // the transport fields and of the timeouts.
 //
-// A negative timeout is refused here and not by
+// A negative timeout or output budget is refused here and not by
 // [events.ServerConfig.Validate]: a configuration given to the manager
 // directly may set one, and means no limit by it, as 0 does.
 func validate(cfg events.ServerConfig, problems []string) []string {
@@ -59,6 +59,9 @@ func validate(cfg events.ServerConfig, problems []string) []string {
 	}
 	if cfg.ToolTimeoutMs != nil && *cfg.ToolTimeoutMs < 0 {
 		found = append(found, `"toolTimeoutMs" must not be negative`)
+	}
+	if cfg.MaxOutputBytes != nil && *cfg.MaxOutputBytes < 0 {
+		found = append(found, `"maxOutputBytes" must not be negative`)
 	}
 	prefix := fmt.Sprintf("Server %q: ", cfg.Name)
 	msgs := make([]string, len(found))
