@@ -39,7 +39,9 @@ func TestCallResults(t *testing.T) {
 	}
 	kinds := map[string]Content{}
 	for _, c := range r.Content {
-		kinds[c.Type] = c
+		if _, seen := kinds[c.Type]; !seen { // the first of each type
+			kinds[c.Type] = c
+		}
 	}
 	if c := kinds[ContentImage]; c.MIMEType != "image/png" || len(c.Data) == 0 {
 		t.Errorf("image %+v", c)
