@@ -499,6 +499,9 @@ func toolDef(t *mcp.Tool) events.ToolDef {
 	if t.Annotations != nil {
 		d.Annotations = rawJSON(t.Annotations)
 	}
+	if len(t.Icons) > 0 {
+		d.Icons = rawJSON(t.Icons)
+	}
 	return d
 }
 

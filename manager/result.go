@@ -35,18 +35,47 @@ type Content struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	Size        *int64 `json:"size,omitempty"`
+	// Icons of a resource link, as the server sent them.
+	Icons json.RawMessage `json:"icons,omitempty"`
 	// Resource is the embedded resource of a "resource" item.
 	Resource *ResourceContents `json:"resource,omitempty"`
-	// Annotations as the server sent them.
+	// Annotations and Meta (_meta) as the server sent them.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+// MarshalJSON writes c in the MCP wire shape: the fields the protocol
+// requires of its type are present even when empty ("text" of a text
+// item, "data" and "mimeType" of image and audio).
+func (c Content) MarshalJSON() ([]byte, error) {
+	type plain Content // without this method
+	switch c.Type {
+	case ContentText:
+		return json.Marshal(struct {
+			plain
+			Text string `json:"text"`
+		}{plain(c), c.Text})
+	case ContentImage, ContentAudio:
+		data := c.Data
+		if data == nil {
+			data = []byte{}
+		}
+		return json.Marshal(struct {
+			plain
+			Data     []byte `json:"data"`
+			MIMEType string `json:"mimeType"`
+		}{plain(c), data, c.MIMEType})
+	}
+	return json.Marshal(plain(c))
 }
 
 // ResourceContents is an embedded resource: text or binary.
 type ResourceContents struct {
-	URI      string `json:"uri"`
-	MIMEType string `json:"mimeType,omitempty"`
-	Text     string `json:"text,omitempty"`
-	Blob     []byte `json:"blob,omitempty"`
+	URI      string          `json:"uri"`
+	MIMEType string          `json:"mimeType,omitempty"`
+	Text     string          `json:"text,omitempty"`
+	Blob     []byte          `json:"blob,omitempty"`
+	Meta     json.RawMessage `json:"_meta,omitempty"`
 }
 
 // CallResult is the full result of a tool call.
@@ -56,6 +85,8 @@ type CallResult struct {
 	// when the server sent none.
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
+	// Meta is the result's _meta as the server sent it.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
 // Text returns the text items of r joined by blank lines.
@@ -90,24 +121,29 @@ func convertResult(r *mcp.CallToolResult) *CallResult {
 			out.StructuredContent = b
 		}
 	}
+	out.Meta = meta(r.Meta)
 	return out
 }
 
 func convertContent(c mcp.Content) Content {
 	switch c := c.(type) {
 	case *mcp.TextContent:
-		return Content{Type: ContentText, Text: c.Text, Annotations: annotations(c.Annotations)}
+		return Content{Type: ContentText, Text: c.Text, Annotations: annotations(c.Annotations), Meta: meta(c.Meta)}
 	case *mcp.ImageContent:
-		return Content{Type: ContentImage, Data: c.Data, MIMEType: c.MIMEType, Annotations: annotations(c.Annotations)}
+		return Content{Type: ContentImage, Data: c.Data, MIMEType: c.MIMEType, Annotations: annotations(c.Annotations), Meta: meta(c.Meta)}
 	case *mcp.AudioContent:
-		return Content{Type: ContentAudio, Data: c.Data, MIMEType: c.MIMEType, Annotations: annotations(c.Annotations)}
+		return Content{Type: ContentAudio, Data: c.Data, MIMEType: c.MIMEType, Annotations: annotations(c.Annotations), Meta: meta(c.Meta)}
 	case *mcp.ResourceLink:
-		return Content{Type: ContentResourceLink, URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description,
-			MIMEType: c.MIMEType, Size: c.Size, Annotations: annotations(c.Annotations)}
+		out := Content{Type: ContentResourceLink, URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description,
+			MIMEType: c.MIMEType, Size: c.Size, Annotations: annotations(c.Annotations), Meta: meta(c.Meta)}
+		if len(c.Icons) > 0 {
+			out.Icons = rawJSON(c.Icons)
+		}
+		return out
 	case *mcp.EmbeddedResource:
-		out := Content{Type: ContentResource, Annotations: annotations(c.Annotations)}
+		out := Content{Type: ContentResource, Annotations: annotations(c.Annotations), Meta: meta(c.Meta)}
 		if c.Resource != nil {
-			out.Resource = &ResourceContents{URI: c.Resource.URI, MIMEType: c.Resource.MIMEType, Text: c.Resource.Text, Blob: c.Resource.Blob}
+			out.Resource = &ResourceContents{URI: c.Resource.URI, MIMEType: c.Resource.MIMEType, Text: c.Resource.Text, Blob: c.Resource.Blob, Meta: meta(c.Resource.Meta)}
 		}
 		return out
 	default:
@@ -125,4 +161,12 @@ func annotations(a *mcp.Annotations) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// meta returns a _meta object as JSON, nil when there is none.
+func meta(m mcp.Meta) json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	return rawJSON(map[string]any(m))
 }

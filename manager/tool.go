@@ -27,10 +27,12 @@ type Tool struct {
 	// back to "MCP tool from <server>".
 	Title       string
 	Description string
-	// InputSchema, OutputSchema and Annotations as the server sent them.
+	// InputSchema, OutputSchema, Annotations and Icons as the server sent
+	// them (Icons: the tool's icons array, nil when it sent none).
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
 	Annotations  json.RawMessage
+	Icons        json.RawMessage
 	// Server is the server's configured name; Original the tool's own
 	// name on that server.
 	Server   string
@@ -53,7 +55,7 @@ func (m *Manager) newTool(t projector.Tool) *Tool {
 	}
 	return &Tool{
 		Name: t.Name, Title: t.Def.Title, Description: desc,
-		InputSchema: t.Def.InputSchema, OutputSchema: t.Def.OutputSchema, Annotations: t.Def.Annotations,
+		InputSchema: t.Def.InputSchema, OutputSchema: t.Def.OutputSchema, Annotations: t.Def.Annotations, Icons: t.Def.Icons,
 		Server: t.Server, Original: t.Original,
 		Provider: t.Source.Provider, ProviderName: t.Source.ProviderName,
 		Deferred: t.Deferred, m: m,
