@@ -308,6 +308,9 @@ func (m *Manager) run(s *server) {
 	m.mu.Unlock()
 	m.wg.Go(func() { m.watchDrop(s, lc) })
 	m.wg.Go(func() { m.healthLoop(s, lc) })
+	if lc.setLevel {
+		m.wg.Go(func() { m.setServerLogLevel(s, lc) }) // beside the first tools/list, not before it
+	}
 
 	listStart := m.now()
 	defs, err := m.listTools(s.ctx, s, lc)
@@ -378,9 +381,11 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		st.server, st.maxMessage = s.name, m.opts.MaxMessageSize
 	}
 	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
+	lc.logs.due = make(chan struct{}, 1)
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, &mcp.ClientOptions{
 		Logger:                      m.log,
 		ProgressNotificationHandler: lc.progress.notify,
+		LoggingMessageHandler:       m.serverLogHandler(s, lc),
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case lc.relist <- struct{}{}:
@@ -418,6 +423,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		return nil, m.connectError(s, res, p, err)
 	}
 	lc.cs, lc.proc = cs, p
+	lc.setLevel, lc.logsPerRequest = m.askForLogs(cs)
 	return lc, nil
 }
 

@@ -110,6 +110,11 @@ type Options struct {
 	// Reconnect says how a server that dropped comes back (the zero value
 	// is the default policy; see [ReconnectPolicy]).
 	Reconnect ReconnectPolicy
+	// ServerLogLevel is the lowest level of the log messages servers are
+	// asked for and that are recorded as ServerLog (default info;
+	// [ServerLogsOff]: none). See [MaxServerLogText] and [ServerLogRate]
+	// for the bounds on what is recorded.
+	ServerLogLevel events.LogLevel
 	// OnGate, when set, is called once per connect round when the startup
 	// gate has decided every server's outcome (ready, failed, deferred or
 	// awaited), before ConnectServers waits for the awaited ones and before
@@ -215,6 +220,9 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	if o.MaxMessageSize < 0 {
 		errs = append(errs, fmt.Errorf("manager: negative MaxMessageSize %d", o.MaxMessageSize))
 	}
+	if _, ok := logLevels[o.ServerLogLevel]; !ok && o.ServerLogLevel != "" && o.ServerLogLevel != ServerLogsOff {
+		errs = append(errs, fmt.Errorf("manager: unknown ServerLogLevel %q (want an MCP logging level or %q)", o.ServerLogLevel, ServerLogsOff))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -257,6 +265,9 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	if o.ProtocolVersion == "" {
 		o.ProtocolVersion = DefaultProtocolVersion
+	}
+	if o.ServerLogLevel == "" {
+		o.ServerLogLevel = events.LogInfo
 	}
 	if o.ClientName == "" {
 		o.ClientName = "mcplife"

@@ -60,6 +60,11 @@ type liveConn struct {
 	pool     *http.Transport // HTTP and SSE only
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
+	// logs rate-limits the server's log messages (fields under m.mu);
+	// setLevel: logging/setLevel asks the server for logs once connected;
+	// logsPerRequest: the log level goes in each request's _meta instead.
+	logs                     logLimiter
+	setLevel, logsPerRequest bool
 }
 
 // closeIdle closes the keep-alive connections of an HTTP server's pool.
