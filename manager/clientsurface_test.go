@@ -26,6 +26,9 @@ func TestEveryContentKindPassesThrough(t *testing.T) {
 	if err != nil || r.IsError {
 		t.Fatalf("media: %+v %v", r, err)
 	}
+	if r.Truncated || r.FullOutput != "" {
+		t.Errorf("a small result was cut: %+v", r)
+	}
 	sent, err := json.Marshal(fixture.MediaResult())
 	if err != nil {
 		t.Fatal(err)

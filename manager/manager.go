@@ -115,6 +115,12 @@ type Options struct {
 	// [ServerLogsOff]: none). See [MaxServerLogText] and [ServerLogRate]
 	// for the bounds on what is recorded.
 	ServerLogLevel events.LogLevel
+	// OutputDir holds the whole results that a server's output budget
+	// (its config's MaxOutputBytes, default [DefaultMaxOutputBytes]) cut,
+	// one 0600 file each, named in the cut result's marker. Default:
+	// $XDG_STATE_HOME/mcplife/outputs, else ~/.local/state/mcplife/outputs.
+	// The manager never deletes them.
+	OutputDir string
 	// OnGate, when set, is called once per connect round when the startup
 	// gate has decided every server's outcome (ready, failed, deferred or
 	// awaited), before ConnectServers waits for the awaited ones and before
@@ -268,6 +274,9 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	if o.ServerLogLevel == "" {
 		o.ServerLogLevel = events.LogInfo
+	}
+	if o.OutputDir == "" {
+		o.OutputDir = defaultOutputDir()
 	}
 	if o.ClientName == "" {
 		o.ClientName = "mcplife"

@@ -87,6 +87,12 @@ type CallResult struct {
 	IsError           bool            `json:"isError,omitempty"`
 	// Meta is the result's _meta as the server sent it.
 	Meta json.RawMessage `json:"_meta,omitempty"`
+	// Truncated: the result's text was over its server's output budget
+	// and is cut; its last item is a text marker that says so and names
+	// FullOutput, the file holding the whole result ("" when it could not
+	// be written; the marker then says why).
+	Truncated  bool   `json:"truncated,omitempty"`
+	FullOutput string `json:"fullOutput,omitempty"`
 }
 
 // Text returns the text items of r joined by blank lines.

@@ -73,7 +73,10 @@ func (t *Tool) Path() string {
 
 // Call calls the tool with args (a json.RawMessage, a map[string]any, any
 // value that marshals to a JSON object, or nil for none) and returns the
-// full result.
+// full result, every content kind as the server sent it. Only a result
+// whose text is over the server's output budget (config MaxOutputBytes,
+// default [DefaultMaxOutputBytes]) is changed: its text is cut, a marker
+// item names the file holding the whole result, and Truncated is set.
 //
 // Transport and protocol errors, a server that is not connected, and a
 // server that drops during the call all become a result with IsError set
@@ -166,6 +169,9 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 		errText, err = res.Content[0].Text, nil
 	}
 	fin := &events.ToolCallFinished{Server: t.Server, Tool: t.Original, Duration: m.now().Sub(begin), Retried: retried}
+	if err == nil && errText == "" { // the server's own result
+		fin.OutputBytes, fin.Truncated = m.applyBudget(t.Server, t.Original, res, maxOutputOf(s.cfg))
+	}
 	switch {
 	case err != nil:
 		fin.Cancelled, fin.Error = true, err.Error()

@@ -361,7 +361,9 @@ func TestTenMegabyteResult(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := lifecycletest.Context(t)
-	e.connect(ctx, stdio(t, "bulky", "only=big_result"))
+	cfg := stdio(t, "bulky", "only=big_result")
+	cfg.MaxOutputBytes = new(int64(0)) // no output budget: the whole result comes through
+	e.connect(ctx, cfg)
 	r, err := e.tool("mcp_bulky_big_result").Call(ctx, nil)
 	if err != nil || r.IsError {
 		t.Fatalf("call: %+v %v", r, err)
