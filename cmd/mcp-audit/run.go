@@ -85,6 +85,10 @@ type runCallJSON struct {
 	IsError           bool              `json:"isError"`
 	Content           []manager.Content `json:"content"`
 	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	// Truncated and FullOutput: the server's output budget cut the
+	// result's text; the file holds the whole result.
+	Truncated  bool   `json:"truncated,omitempty"`
+	FullOutput string `json:"fullOutput,omitempty"`
 }
 
 // runOptions are the flags of run (and what demo sets itself).
@@ -422,7 +426,8 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 	if err != nil {
 		return nil, fmt.Errorf("--call %s/%s: %w", server, tool, err)
 	}
-	out := &runCallJSON{Server: server, Tool: tool, IsError: res.IsError, Content: res.Content, StructuredContent: res.StructuredContent}
+	out := &runCallJSON{Server: server, Tool: tool, IsError: res.IsError, Content: res.Content, StructuredContent: res.StructuredContent,
+		Truncated: res.Truncated, FullOutput: res.FullOutput}
 	if out.Content == nil {
 		out.Content = []manager.Content{}
 	}
@@ -432,13 +437,21 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 			verdict = g.paint(colorRed, "error")
 		}
 		fmt.Fprintf(g.stdout, "\ncall %s (%s/%s): %s\n", escapeLine(target.Name), escapeLine(server), escapeLine(tool), verdict)
-		for line := range strings.SplitSeq(clip(res.Text(), 2000), "\n") {
+		body, marker := res, ""
+		if res.Truncated { // the marker, the last text item, gets a line of its own
+			body = &manager.CallResult{Content: res.Content[:len(res.Content)-1]}
+			marker = res.Content[len(res.Content)-1].Text
+		}
+		for line := range strings.SplitSeq(clip(body.Text(), 2000), "\n") {
 			fmt.Fprintf(g.stdout, "  %s\n", escapeText(line))
 		}
 		for _, c := range res.Content {
 			if c.Type != manager.ContentText {
 				fmt.Fprintf(g.stdout, "  [%s]\n", escapeLine(fmt.Sprintf("%s %s %s", c.Type, c.MIMEType, c.URI)))
 			}
+		}
+		if marker != "" {
+			fmt.Fprintf(g.stdout, "  %s\n", escapeLine(marker))
 		}
 	}
 	return out, nil
