@@ -1,12 +1,19 @@
 package events
 
+import "time"
+
 // Events of the MCP client surface beyond tools: what servers say on their
-// own (log notifications).
+// own (log notifications) and what they ask the host (elicitation,
+// sampling).
 
 // Type strings of the client-surface events. They are part of the stored
 // format: never change one.
 const (
-	TypeServerLog = "ServerLog"
+	TypeServerLog            = "ServerLog"
+	TypeElicitationRequested = "ElicitationRequested"
+	TypeElicitationAnswered  = "ElicitationAnswered"
+	TypeSamplingRequested    = "SamplingRequested"
+	TypeSamplingAnswered     = "SamplingAnswered"
 )
 
 // LogLevel is the severity of a [ServerLog], one of the MCP logging levels
@@ -47,3 +54,55 @@ type ServerLog struct {
 func (*ServerLog) Type() string { return TypeServerLog }
 
 func (e *ServerLog) ServerName() string { return e.Server }
+
+// ElicitationRequested is recorded when a server asks the user for input
+// (elicitation/create). Neither the message nor the schema is recorded:
+// Mode is "form" or "url", Fields the number of fields a form asks for.
+// The answer follows under the same correlation id.
+type ElicitationRequested struct {
+	Server string `json:"server"`
+	Mode   string `json:"mode"`
+	Fields int    `json:"fields,omitempty"`
+}
+
+// ElicitationAnswered is recorded when the host answered an elicitation:
+// Action is accept, decline or cancel; Fields the number of fields the
+// answer holds (their values are not recorded). Error is set when the
+// host's callback failed.
+type ElicitationAnswered struct {
+	Server   string        `json:"server"`
+	Action   string        `json:"action,omitempty"`
+	Fields   int           `json:"fields,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// SamplingRequested is recorded when a server asks the host's model for a
+// completion (sampling/createMessage): how many messages and at most how
+// many tokens, without the messages.
+type SamplingRequested struct {
+	Server    string `json:"server"`
+	Messages  int    `json:"messages"`
+	MaxTokens int64  `json:"maxTokens"`
+}
+
+// SamplingAnswered is recorded when the host answered a sampling request:
+// the model that answered and why it stopped, without the answer. Error is
+// set when the host's callback failed or refused.
+type SamplingAnswered struct {
+	Server     string        `json:"server"`
+	Model      string        `json:"model,omitempty"`
+	StopReason string        `json:"stopReason,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Duration   time.Duration `json:"duration"`
+}
+
+func (*ElicitationRequested) Type() string { return TypeElicitationRequested }
+func (*ElicitationAnswered) Type() string  { return TypeElicitationAnswered }
+func (*SamplingRequested) Type() string    { return TypeSamplingRequested }
+func (*SamplingAnswered) Type() string     { return TypeSamplingAnswered }
+
+func (e *ElicitationRequested) ServerName() string { return e.Server }
+func (e *ElicitationAnswered) ServerName() string  { return e.Server }
+func (e *SamplingRequested) ServerName() string    { return e.Server }
+func (e *SamplingAnswered) ServerName() string     { return e.Server }

@@ -98,6 +98,14 @@ func Describe(ev Event) string {
 			s += fmt.Sprintf(" dropped=%d", e.Dropped)
 		}
 		return s + fmt.Sprintf(" text=%q", e.Text)
+	case *ElicitationRequested:
+		return fmt.Sprintf("%s mode=%s fields=%d", e.Server, e.Mode, e.Fields)
+	case *ElicitationAnswered:
+		return fmt.Sprintf("%s action=%s fields=%d", e.Server, e.Action, e.Fields) + kvq(" error", e.Error)
+	case *SamplingRequested:
+		return fmt.Sprintf("%s messages=%d maxTokens=%d", e.Server, e.Messages, e.MaxTokens)
+	case *SamplingAnswered:
+		return fmt.Sprintf("%s%s%s", e.Server, kv(" model", e.Model), kv(" stopReason", e.StopReason)) + kvq(" error", e.Error)
 	case *ReloadRequested:
 		return fmt.Sprintf("servers=%d", e.Servers)
 	case *ReloadCompleted:
@@ -126,6 +134,10 @@ func DurationOf(ev Event) (time.Duration, bool) {
 	case *ToolCallFinished:
 		return e.Duration, true
 	case *ReloadCompleted:
+		return e.Duration, true
+	case *ElicitationAnswered:
+		return e.Duration, true
+	case *SamplingAnswered:
 		return e.Duration, true
 	}
 	return 0, false

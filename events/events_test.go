@@ -39,6 +39,10 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&ProcessesSeen{Server: "s", Pids: []ProcessRef{{Pid: 10, StartTime: 99}}},
 		&SessionAbandoned{Session: "old", DetectedBy: "new"},
 		&OrphansReaped{Session: "old", Pids: []ProcessRef{{Pid: 10, StartTime: 99}}},
+		&ElicitationRequested{Server: "s", Mode: "form", Fields: 2},
+		&ElicitationAnswered{Server: "s", Action: "accept", Fields: 2, Duration: time.Millisecond},
+		&SamplingRequested{Server: "s", Messages: 1, MaxTokens: 100},
+		&SamplingAnswered{Server: "s", Model: "m", StopReason: "endTurn", Duration: time.Millisecond},
 		&ServerLog{Server: "s", Level: LogWarning, Logger: "db", Text: "slow query", Dropped: 3},
 	}
 	if len(all) != len(Types()) {

@@ -382,7 +382,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
 	lc.logs.due = make(chan struct{}, 1)
-	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, &mcp.ClientOptions{
+	copts := &mcp.ClientOptions{
 		Logger:                      m.log,
 		ProgressNotificationHandler: lc.progress.notify,
 		LoggingMessageHandler:       m.serverLogHandler(s, lc),
@@ -392,7 +392,15 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 			default: // a re-list is already due
 			}
 		},
-	})
+	}
+	// A capability is advertised only when the host answers it.
+	if m.opts.Elicit != nil {
+		copts.ElicitationHandler = m.elicitHandler(s)
+	}
+	if m.opts.Sample != nil {
+		copts.CreateMessageHandler = m.sampleHandler(s)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, copts)
 	client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: m.opts.Cwd}).String(), Name: filepath.Base(m.opts.Cwd)})
 	pv := m.opts.ProtocolVersion
 	if s.cfg.ProtocolVersion != "" {

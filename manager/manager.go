@@ -107,6 +107,13 @@ type Options struct {
 	// [DefaultSleepThreshold]) means the host slept: HostResumed is
 	// recorded and every remote server is pinged at once.
 	ClockCheck, SleepThreshold time.Duration
+	// Elicit answers servers' requests for user input (elicitation); nil
+	// means the elicitation capability is not advertised.
+	// DeclineElicitation and AcceptElicitationDefaults are ready-made.
+	Elicit ElicitFunc
+	// Sample answers servers' requests for a model completion (sampling);
+	// nil means the sampling capability is not advertised.
+	Sample SampleFunc
 	// Reconnect says how a server that dropped comes back (the zero value
 	// is the default policy; see [ReconnectPolicy]).
 	Reconnect ReconnectPolicy

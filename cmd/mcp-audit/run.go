@@ -102,6 +102,7 @@ type runOptions struct {
 	budget int
 	eager  bool
 	watch  bool
+	elicit string
 }
 
 func runRun(ctx context.Context, g *globals, args []string) error {
@@ -114,6 +115,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with --once: how long to wait for servers still connecting")
 	fs.StringVar(&o.call, "call", "", "call one tool, `SERVER/TOOL` (the tool's own name)")
 	fs.StringVar(&o.args, "args", "{}", "JSON arguments for --call")
+	fs.StringVar(&o.elicit, "elicit", "decline", "answer servers' requests for user input: `decline` or accept-defaults (the form's default values); run never samples")
 	fs.BoolVar(&o.watch, "watch-config", true, "while running (not with --once), apply edits of the config files: connect added and changed servers, disconnect removed ones")
 	fs.IntVar(&o.budget, "tool-budget", defaultToolBudget, "tool budget in estimated `TOKENS` of the exposed tool definitions; over it, tools wait behind a search tool (0: off)")
 	pos, err := parseInterleaved(fs, args)
@@ -122,6 +124,10 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 	if len(pos) > 0 {
 		return usagef("run takes no arguments (use --cwd DIR, --config FILE)")
+	}
+	elicit := map[string]manager.ElicitFunc{"decline": manager.DeclineElicitation, "accept-defaults": manager.AcceptElicitationDefaults}[o.elicit]
+	if elicit == nil {
+		return usagef("--elicit %q: want decline or accept-defaults", o.elicit)
 	}
 	if o.gate <= 0 {
 		return usagef("--gate must be positive")
@@ -165,7 +171,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	defer adoptOrphans(ctx, g)()
 	start := time.Now()
 	s, err := session.Start(ctx, j, &session.Options{
-		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate, EagerCache: o.eager}, Logger: logger, ToolBudget: o.budget,
+		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit}, Logger: logger, ToolBudget: o.budget,
 		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {
