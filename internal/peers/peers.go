@@ -55,6 +55,9 @@ import (
 const (
 	EverythingPackage = "@modelcontextprotocol/server-everything"
 	FilesystemPackage = "@modelcontextprotocol/server-filesystem"
+	// ConformancePackage is the official MCP conformance suite, whose
+	// client scenarios run mcp-audit against its test servers.
+	ConformancePackage = "@modelcontextprotocol/conformance"
 )
 
 // RepoRoot returns the repository root: the nearest directory at or above
@@ -98,6 +101,13 @@ func Everything(t testing.TB) (node, script string) {
 func Filesystem(t testing.TB) (node, script string) {
 	t.Helper()
 	return locate(t, FilesystemPackage)
+}
+
+// Conformance returns the node binary and the entry script of the
+// installed conformance suite. It fails the test when either is missing.
+func Conformance(t testing.TB) (node, script string) {
+	t.Helper()
+	return locate(t, ConformancePackage)
 }
 
 func locate(t testing.TB, pkg string) (node, script string) {
