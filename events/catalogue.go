@@ -384,6 +384,9 @@ var decoders = map[string]struct {
 	TypeElicitationAnswered:  {1, func() Event { return new(ElicitationAnswered) }},
 	TypeSamplingRequested:    {1, func() Event { return new(SamplingRequested) }},
 	TypeSamplingAnswered:     {1, func() Event { return new(SamplingAnswered) }},
+	TypeResourcesListed:      {1, func() Event { return new(ResourcesListed) }},
+	TypePromptsListed:        {1, func() Event { return new(PromptsListed) }},
+	TypeResourceUpdated:      {1, func() Event { return new(ResourceUpdated) }},
 }
 
 // Types returns every known event type string, sorted.

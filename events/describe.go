@@ -106,6 +106,20 @@ func Describe(ev Event) string {
 		return fmt.Sprintf("%s messages=%d maxTokens=%d", e.Server, e.Messages, e.MaxTokens)
 	case *SamplingAnswered:
 		return fmt.Sprintf("%s%s%s", e.Server, kv(" model", e.Model), kv(" stopReason", e.StopReason)) + kvq(" error", e.Error)
+	case *ResourcesListed:
+		names := make([]string, len(e.Resources))
+		for i, r := range e.Resources {
+			names[i] = r.URI
+		}
+		return fmt.Sprintf("%s cause=%s count=%d templates=%d resources=[%s]", e.Server, e.Cause, e.Count, len(e.Templates), strings.Join(names, " "))
+	case *PromptsListed:
+		names := make([]string, len(e.Prompts))
+		for i, p := range e.Prompts {
+			names[i] = p.Name
+		}
+		return fmt.Sprintf("%s cause=%s count=%d prompts=[%s]", e.Server, e.Cause, e.Count, strings.Join(names, " "))
+	case *ResourceUpdated:
+		return fmt.Sprintf("%s uri=%s", e.Server, e.URI)
 	case *ReloadRequested:
 		return fmt.Sprintf("servers=%d", e.Servers)
 	case *ReloadCompleted:
@@ -136,6 +150,10 @@ func DurationOf(ev Event) (time.Duration, bool) {
 	case *ReloadCompleted:
 		return e.Duration, true
 	case *ElicitationAnswered:
+		return e.Duration, true
+	case *ResourcesListed:
+		return e.Duration, true
+	case *PromptsListed:
 		return e.Duration, true
 	case *SamplingAnswered:
 		return e.Duration, true

@@ -43,6 +43,11 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&ElicitationAnswered{Server: "s", Action: "accept", Fields: 2, Duration: time.Millisecond},
 		&SamplingRequested{Server: "s", Messages: 1, MaxTokens: 100},
 		&SamplingAnswered{Server: "s", Model: "m", StopReason: "endTurn", Duration: time.Millisecond},
+		&ResourcesListed{Server: "s", ConfigHash: "h", Resources: []ResourceDef{{URI: "file:///a", Name: "a", Size: 3}},
+			Templates: []ResourceTemplateDef{{URITemplate: "file:///{p}", Name: "p"}}, Hash: "x", Count: 1, Cause: CauseInitial},
+		&PromptsListed{Server: "s", ConfigHash: "h", Prompts: []PromptDef{{Name: "p", Arguments: []PromptArgument{{Name: "a", Required: true}}}},
+			Hash: "x", Count: 1, Cause: CauseListChanged},
+		&ResourceUpdated{Server: "s", URI: "file:///a"},
 		&ServerLog{Server: "s", Level: LogWarning, Logger: "db", Text: "slow query", Dropped: 3},
 	}
 	if len(all) != len(Types()) {

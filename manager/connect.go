@@ -339,6 +339,7 @@ func (m *Manager) run(s *server) {
 	if late && err != nil {
 		m.log.Warn("MCP tool load failed", "server", s.name, "err", err)
 	}
+	m.wg.Go(func() { m.surfaceLists(s, lc) })
 	m.relistLoop(s, lc, last)
 }
 
@@ -380,18 +381,23 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		st.log = m.log.With("server", s.name)
 		st.server, st.maxMessage = s.name, m.opts.MaxMessageSize
 	}
-	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res}
+	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res,
+		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1)}
+	signal := func(ch chan struct{}) {
+		select {
+		case ch <- struct{}{}:
+		default: // a re-list is already due
+		}
+	}
 	lc.logs.due = make(chan struct{}, 1)
 	copts := &mcp.ClientOptions{
 		Logger:                      m.log,
 		ProgressNotificationHandler: lc.progress.notify,
 		LoggingMessageHandler:       m.serverLogHandler(s, lc),
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case lc.relist <- struct{}{}:
-			default: // a re-list is already due
-			}
-		},
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(lc.relist) },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { signal(lc.resourcesChanged) },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { signal(lc.promptsChanged) },
+		ResourceUpdatedHandler:      m.resourceUpdated(s),
 	}
 	// A capability is advertised only when the host answers it.
 	if m.opts.Elicit != nil {

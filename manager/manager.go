@@ -114,6 +114,10 @@ type Options struct {
 	// Sample answers servers' requests for a model completion (sampling);
 	// nil means the sampling capability is not advertised.
 	Sample SampleFunc
+	// OnResourceUpdated, when set, is called for each change a server
+	// reports of a resource the session subscribed to (after it is
+	// recorded as ResourceUpdated). It must not block.
+	OnResourceUpdated func(server, uri string)
 	// Reconnect says how a server that dropped comes back (the zero value
 	// is the default policy; see [ReconnectPolicy]).
 	Reconnect ReconnectPolicy

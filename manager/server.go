@@ -55,9 +55,12 @@ type liveConn struct {
 	relist chan struct{} // coalesced tools/list_changed signals (cap 1)
 	// checkNow asks the health check to ping at once (cap 1).
 	checkNow chan struct{}
-	ended    chan struct{} // closed when the session's Wait returned
-	res      resolved
-	pool     *http.Transport // HTTP and SSE only
+	// resourcesChanged and promptsChanged are coalesced list_changed
+	// signals of resources and prompts (cap 1 each).
+	resourcesChanged, promptsChanged chan struct{}
+	ended                            chan struct{} // closed when the session's Wait returned
+	res                              resolved
+	pool                             *http.Transport // HTTP and SSE only
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
 	// logs rate-limits the server's log messages (fields under m.mu);

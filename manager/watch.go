@@ -21,7 +21,8 @@ var viewTypes = []string{
 	events.TypeServerDiscovered, events.TypeServerInvalid, events.TypeConnectStarted,
 	events.TypeServerConnected, events.TypeConnectFailed, events.TypeToolsListed,
 	events.TypeToolsListFailed, events.TypeCachedToolsServed, events.TypeDisconnected,
-	events.TypeSessionClosed,
+	events.TypeSessionClosed, events.TypeReconnectScheduled, events.TypeReconnectGaveUp,
+	events.TypeResourcesListed, events.TypePromptsListed,
 }
 
 // Watch returns a channel that receives an [Update] whenever the session's

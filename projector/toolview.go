@@ -41,6 +41,11 @@ type ServerState struct {
 	Tools []events.ToolDef
 	// Hidden holds the original names the filters removed, sorted.
 	Hidden []string
+	// Resources, Templates and Prompts are the server's latest lists
+	// (ResourcesListed, PromptsListed), kept while it reconnects.
+	Resources []events.ResourceDef
+	Templates []events.ResourceTemplateDef
+	Prompts   []events.PromptDef
 	// Deferred is true when Tools came from the tool cache
 	// (CachedToolsServed) and no live tools/list has replaced them yet.
 	Deferred bool
@@ -79,6 +84,9 @@ func (s ServerState) clone() ServerState {
 	s.Config = s.Config.Clone()
 	s.Tools = slices.Clone(s.Tools)
 	s.Hidden = slices.Clone(s.Hidden)
+	s.Resources = slices.Clone(s.Resources)
+	s.Templates = slices.Clone(s.Templates)
+	s.Prompts = slices.Clone(s.Prompts)
 	return s
 }
 
@@ -218,7 +226,8 @@ func toolViewUses(t string) bool {
 		events.TypeServerInvalid, events.TypeConnectStarted, events.TypeServerConnected,
 		events.TypeConnectFailed, events.TypeToolsListed, events.TypeToolsListFailed,
 		events.TypeCachedToolsServed, events.TypeDisconnected, events.TypeToolsActivated,
-		events.TypeReconnectScheduled, events.TypeReconnectGaveUp:
+		events.TypeReconnectScheduled, events.TypeReconnectGaveUp,
+		events.TypeResourcesListed, events.TypePromptsListed:
 		return true
 	}
 	return false
@@ -252,6 +261,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.state.Error = e.Error
 		v.setStatus(s, StatusDisconnected)
 		v.setTools(s, nil, false, 0)
+		v.clearSurface(s)
 	case *events.ConnectStarted:
 		s := v.server(e.Server)
 		v.setStatus(s, StatusConnecting)
@@ -282,6 +292,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		}
 		v.setStatus(s, StatusDisconnected)
 		v.setTools(s, nil, false, 0)
+		v.clearSurface(s)
 	case *events.ToolsListed:
 		s, ok := v.servers[e.Server]
 		if !ok || s.state.Status == StatusDisconnected || s.state.Status == StatusFailed || s.state.Status == StatusReconnecting {
@@ -299,6 +310,16 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		v.setTools(s, e.Tools, false, 0)
 		s.hasLive = true
 		v.unloadMissing(s)
+	case *events.ResourcesListed:
+		if s, ok := v.servers[e.Server]; ok && s.state.Status == StatusConnected && !v.lean {
+			s.state.Resources, s.state.Templates = e.Resources, e.Templates
+			v.changed = true
+		}
+	case *events.PromptsListed:
+		if s, ok := v.servers[e.Server]; ok && s.state.Status == StatusConnected && !v.lean {
+			s.state.Prompts = e.Prompts
+			v.changed = true
+		}
 	case *events.ToolsListFailed:
 		s := v.server(e.Server)
 		s.state.Error = e.Error
@@ -325,6 +346,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		}
 		v.setStatus(s, StatusDisconnected)
 		v.setTools(s, nil, false, 0)
+		v.clearSurface(s)
 	case *events.ReconnectScheduled:
 		s := v.server(e.Server)
 		v.setStatus(s, StatusReconnecting)
@@ -334,11 +356,13 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.state.Error = e.LastError
 		v.setStatus(s, StatusFailed)
 		v.setTools(s, nil, false, 0)
+		v.clearSurface(s)
 	case *events.SessionClosed:
 		for _, s := range v.servers {
 			s.reconnecting = false
 			v.setStatus(s, StatusDisconnected)
 			v.setTools(s, nil, false, 0)
+			v.clearSurface(s)
 		}
 	case *events.DiscoveryFailed:
 		v.discovery = append(v.discovery, *e)
@@ -355,6 +379,14 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 	if v.changed {
 		v.version++
 	}
+}
+
+// clearSurface forgets s's resources and prompts: its connection ended.
+func (v *ToolView) clearSurface(s *serverEntry) {
+	if s.state.Resources != nil || s.state.Templates != nil || s.state.Prompts != nil {
+		v.changed = true
+	}
+	s.state.Resources, s.state.Templates, s.state.Prompts = nil, nil, nil
 }
 
 // unloadMissing unloads the loaded tools of s that its exposed list no

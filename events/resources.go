@@ -1,0 +1,111 @@
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Events of a server's resources and prompts.
+
+// Type strings of the resource and prompt events. They are part of the
+// stored format: never change one.
+const (
+	TypeResourcesListed = "ResourcesListed"
+	TypePromptsListed   = "PromptsListed"
+	TypeResourceUpdated = "ResourceUpdated"
+)
+
+// ResourceDef is one resource as the server listed it (resources/list).
+type ResourceDef struct {
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Size        int64           `json:"size,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+}
+
+// ResourceTemplateDef is one resource template (resources/templates/list).
+type ResourceTemplateDef struct {
+	URITemplate string          `json:"uriTemplate"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+}
+
+// PromptDef is one prompt as the server listed it (prompts/list).
+type PromptDef struct {
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	Icons       json.RawMessage  `json:"icons,omitempty"`
+}
+
+// PromptArgument is one argument of a prompt.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// ResourcesListed is recorded when a server's resources and resource
+// templates were listed (all pages), like [ToolsListed]: Hash identifies
+// the lists, Count is the number of resources.
+type ResourcesListed struct {
+	Server     string                `json:"server"`
+	ConfigHash string                `json:"configHash"`
+	Resources  []ResourceDef         `json:"resources"`
+	Templates  []ResourceTemplateDef `json:"templates,omitempty"`
+	Hash       string                `json:"hash"`
+	Count      int                   `json:"count"`
+	Duration   time.Duration         `json:"duration"`
+	Cause      ListCause             `json:"cause"`
+}
+
+// PromptsListed is recorded when a server's prompts were listed (all
+// pages), like [ToolsListed].
+type PromptsListed struct {
+	Server     string        `json:"server"`
+	ConfigHash string        `json:"configHash"`
+	Prompts    []PromptDef   `json:"prompts"`
+	Hash       string        `json:"hash"`
+	Count      int           `json:"count"`
+	Duration   time.Duration `json:"duration"`
+	Cause      ListCause     `json:"cause"`
+}
+
+// ResourceUpdated is recorded when a server said a resource the session
+// subscribed to changed (notifications/resources/updated).
+type ResourceUpdated struct {
+	Server string `json:"server"`
+	URI    string `json:"uri"`
+}
+
+func (*ResourcesListed) Type() string { return TypeResourcesListed }
+func (*PromptsListed) Type() string   { return TypePromptsListed }
+func (*ResourceUpdated) Type() string { return TypeResourceUpdated }
+
+func (e *ResourcesListed) ServerName() string { return e.Server }
+func (e *PromptsListed) ServerName() string   { return e.Server }
+func (e *ResourceUpdated) ServerName() string { return e.Server }
+
+// HashList returns the hex SHA-256 of the canonical JSON of v (a list of
+// resources, templates or prompts), so two lists that differ only in key
+// order hash the same.
+func HashList(v any) string {
+	b, err := canonicalJSON(v)
+	if err != nil {
+		b, _ = json.Marshal(v)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,271 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/events"
+)
+
+// Resources and prompts. A server that advertises them has them listed
+// (all pages) once its first tool list is in, and again when it says a
+// list changed; each list is recorded (ResourcesListed, PromptsListed)
+// when it differs from the last one recorded, and the session's view
+// holds the latest. Reading a resource, getting a prompt, completing an
+// argument and subscribing go to the server's live connection.
+
+// surfaceLists lists resources and prompts of a connected server when it
+// advertises them, then re-lists on their list_changed notifications
+// (coalesced, at most one re-list per Options.RelistInterval each) until
+// the server is torn down.
+func (m *Manager) surfaceLists(s *server, lc *liveConn) {
+	caps := lc.cs.InitializeResult()
+	if caps == nil || caps.Capabilities == nil {
+		return
+	}
+	hasResources, hasPrompts := caps.Capabilities.Resources != nil, caps.Capabilities.Prompts != nil
+	if !hasResources && !hasPrompts {
+		return
+	}
+	var lastResources, lastPrompts string
+	cause := events.CauseInitial
+	if s.retry != nil {
+		cause = events.CauseReconnect
+	}
+	if hasResources {
+		lastResources = m.listResources(s, lc, cause, "")
+	}
+	if hasPrompts {
+		lastPrompts = m.listPrompts(s, lc, cause, "")
+	}
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-lc.ended:
+			return
+		case <-lc.resourcesChanged:
+			if !m.waitRelist(s, lc.resourcesChanged) {
+				return
+			}
+			lastResources = m.listResources(s, lc, events.CauseListChanged, lastResources)
+		case <-lc.promptsChanged:
+			if !m.waitRelist(s, lc.promptsChanged) {
+				return
+			}
+			lastPrompts = m.listPrompts(s, lc, events.CauseListChanged, lastPrompts)
+		}
+	}
+}
+
+// waitRelist spaces re-lists by Options.RelistInterval: it waits that
+// long, absorbing the notifications that arrive meanwhile into the
+// re-list that follows. It reports false when s was torn down.
+func (m *Manager) waitRelist(s *server, signal chan struct{}) bool {
+	t := time.NewTimer(m.opts.RelistInterval)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return false
+	case <-t.C:
+	}
+	select {
+	case <-signal:
+	default:
+	}
+	return true
+}
+
+// listResources lists the resources and templates of s and records them
+// unless their hash is last; it returns the hash of what is recorded now.
+func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause, last string) string {
+	ctx, cancel := m.listContext(s)
+	defer cancel()
+	begin := m.now()
+	ev := &events.ResourcesListed{Server: s.name, ConfigHash: s.hash, Resources: []events.ResourceDef{}, Cause: cause}
+	for r, err := range lc.cs.Resources(ctx, nil) {
+		if err != nil {
+			m.log.Warn("MCP resources/list failed", "server", s.name, "err", lc.res.scrubText(err.Error()))
+			return last
+		}
+		ev.Resources = append(ev.Resources, events.ResourceDef{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+			MIMEType: r.MIMEType, Size: r.Size, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
+	}
+	for r, err := range lc.cs.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			break // templates are optional: a server without them may refuse the method
+		}
+		ev.Templates = append(ev.Templates, events.ResourceTemplateDef{URITemplate: r.URITemplate, Name: r.Name, Title: r.Title,
+			Description: r.Description, MIMEType: r.MIMEType, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
+	}
+	ev.Count, ev.Duration = len(ev.Resources), m.now().Sub(begin)
+	ev.Hash = events.HashList([]any{ev.Resources, ev.Templates})
+	if ev.Hash != last && s.ctx.Err() == nil {
+		m.emitSurface(s, lc, ev)
+	}
+	return ev.Hash
+}
+
+// listPrompts lists the prompts of s and records them unless their hash is
+// last; it returns the hash of what is recorded now.
+func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, last string) string {
+	ctx, cancel := m.listContext(s)
+	defer cancel()
+	begin := m.now()
+	ev := &events.PromptsListed{Server: s.name, ConfigHash: s.hash, Prompts: []events.PromptDef{}, Cause: cause}
+	for p, err := range lc.cs.Prompts(ctx, nil) {
+		if err != nil {
+			m.log.Warn("MCP prompts/list failed", "server", s.name, "err", lc.res.scrubText(err.Error()))
+			return last
+		}
+		d := events.PromptDef{Name: p.Name, Title: p.Title, Description: p.Description, Icons: rawList(p.Icons)}
+		for _, a := range p.Arguments {
+			d.Arguments = append(d.Arguments, events.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+		}
+		ev.Prompts = append(ev.Prompts, d)
+	}
+	ev.Count, ev.Duration = len(ev.Prompts), m.now().Sub(begin)
+	ev.Hash = events.HashList(ev.Prompts)
+	if ev.Hash != last && s.ctx.Err() == nil {
+		m.emitSurface(s, lc, ev)
+	}
+	return ev.Hash
+}
+
+// emitSurface records ev while s is still connected through lc, so no list
+// lands after its Disconnected.
+func (m *Manager) emitSurface(s *server, lc *liveConn, ev events.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !s.closing && s.conn == lc {
+		m.emitDeferred("", ev)
+	}
+}
+
+// listContext bounds a list by the server's timeout.
+func (m *Manager) listContext(s *server) (context.Context, context.CancelFunc) {
+	if s.timeout > 0 {
+		return context.WithTimeout(s.ctx, s.timeout)
+	}
+	return context.WithCancel(s.ctx)
+}
+
+// rawList marshals a list, or returns nil for an empty one.
+func rawList[T any](v []T) json.RawMessage {
+	if len(v) == 0 {
+		return nil
+	}
+	return rawJSON(v)
+}
+
+// resourceUpdated records a server's notifications/resources/updated and
+// tells the host (Options.OnResourceUpdated).
+func (m *Manager) resourceUpdated(s *server) func(context.Context, *mcp.ResourceUpdatedNotificationRequest) {
+	return func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		if req.Params == nil {
+			return
+		}
+		m.emitDeferred("", &events.ResourceUpdated{Server: s.name, URI: req.Params.URI})
+		if m.opts.OnResourceUpdated != nil {
+			m.opts.OnResourceUpdated(s.name, req.Params.URI)
+		}
+	}
+}
+
+// connection returns the live connection of the named server, waiting for
+// a connect (or reconnect) in flight like a deferred call does.
+func (m *Manager) connection(ctx context.Context, name string) (*liveConn, error) {
+	m.mu.Lock()
+	s := m.servers[name]
+	m.mu.Unlock()
+	if s == nil {
+		return nil, notConnected(name)
+	}
+	if err := m.awaitConnect(ctx, s); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.closing || s.conn == nil {
+		return nil, notConnected(name)
+	}
+	return s.conn, nil
+}
+
+// surfaceError wraps a failed request to a server, scrubbed of secrets.
+func surfaceError(name, method string, lc *liveConn, err error) error {
+	return &ServerError{Server: name, Op: OpCall, Err: &scrubbedError{
+		msg: fmt.Sprintf("MCP server %q: %s: %s", name, method, lc.res.scrubText(err.Error())), cause: err}}
+}
+
+// ReadResource reads a resource of the named server (resources/read),
+// waiting for its connection like a call.
+func (m *Manager) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, error) {
+	lc, err := m.connection(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return nil, surfaceError(server, "resources/read", lc, err)
+	}
+	return res, nil
+}
+
+// GetPrompt gets a prompt of the named server with its arguments
+// (prompts/get).
+func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	lc, err := m.connection(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, surfaceError(server, "prompts/get", lc, err)
+	}
+	return res, nil
+}
+
+// Complete asks the named server for completions of a prompt's or a
+// resource template's argument (completion/complete).
+func (m *Manager) Complete(ctx context.Context, server string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	lc, err := m.connection(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	res, err := lc.cs.Complete(ctx, params)
+	if err != nil {
+		return nil, surfaceError(server, "completion/complete", lc, err)
+	}
+	return res, nil
+}
+
+// SubscribeResource asks the named server to tell of changes to a
+// resource; each becomes a ResourceUpdated event and a call of
+// Options.OnResourceUpdated.
+func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
+	lc, err := m.connection(ctx, server)
+	if err != nil {
+		return err
+	}
+	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		return surfaceError(server, "resources/subscribe", lc, err)
+	}
+	return nil
+}
+
+// UnsubscribeResource ends a subscription made with SubscribeResource.
+func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) error {
+	lc, err := m.connection(ctx, server)
+	if err != nil {
+		return err
+	}
+	if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		return surfaceError(server, "resources/unsubscribe", lc, err)
+	}
+	return nil
+}
