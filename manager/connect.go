@@ -382,7 +382,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		st.server, st.maxMessage = s.name, m.opts.MaxMessageSize
 	}
 	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res,
-		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1)}
+		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1), surfaceReady: make(chan struct{})}
 	signal := func(ch chan struct{}) {
 		select {
 		case ch <- struct{}{}:

@@ -8,7 +8,8 @@ import (
 
 // WaitReady waits until every server with connection work in flight has
 // settled: it is connected and its first tools/list finished (live tools,
-// not the cached ones served at the gate), or it failed (connect,
+// not the cached ones served at the gate) and so did its first lists of
+// resources and prompts if it has them, or it failed (connect,
 // initialize or the first tools/list failed, or it was disconnected). This
 // covers every server of the latest connect round, and of an earlier round
 // still pending, including servers started while WaitReady waits.
@@ -40,14 +41,43 @@ func (m *Manager) WaitReady(ctx context.Context) error {
 				return err
 			}
 			if m.ready() {
-				return nil
+				return m.waitSurfaces(ctx)
 			}
 			return ErrClosed
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	return nil
+	return m.waitSurfaces(ctx)
+}
+
+// waitSurfaces waits until every connected server's first resource and
+// prompt lists are in (or failed), and until they are in the view.
+func (m *Manager) waitSurfaces(ctx context.Context) error {
+	type pending struct {
+		ready <-chan struct{}
+		gone  <-chan struct{}
+	}
+	var wait []pending
+	m.mu.Lock()
+	for _, s := range m.servers {
+		if s.conn != nil && !s.closing {
+			wait = append(wait, pending{s.conn.surfaceReady, s.ctx.Done()})
+		}
+	}
+	m.mu.Unlock()
+	if len(wait) == 0 {
+		return nil
+	}
+	for _, p := range wait {
+		select {
+		case <-p.ready:
+		case <-p.gone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return m.j.Flush(ctx)
 }
 
 // ready reports whether every server with a runtime record (a connect in

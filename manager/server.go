@@ -58,9 +58,12 @@ type liveConn struct {
 	// resourcesChanged and promptsChanged are coalesced list_changed
 	// signals of resources and prompts (cap 1 each).
 	resourcesChanged, promptsChanged chan struct{}
-	ended                            chan struct{} // closed when the session's Wait returned
-	res                              resolved
-	pool                             *http.Transport // HTTP and SSE only
+	// surfaceReady is closed once the first resource and prompt lists
+	// are recorded (or failed, or the server has none).
+	surfaceReady chan struct{}
+	ended        chan struct{} // closed when the session's Wait returned
+	res          resolved
+	pool         *http.Transport // HTTP and SSE only
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
 	// logs rate-limits the server's log messages (fields under m.mu);

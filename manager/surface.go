@@ -25,10 +25,12 @@ import (
 func (m *Manager) surfaceLists(s *server, lc *liveConn) {
 	caps := lc.cs.InitializeResult()
 	if caps == nil || caps.Capabilities == nil {
+		close(lc.surfaceReady)
 		return
 	}
 	hasResources, hasPrompts := caps.Capabilities.Resources != nil, caps.Capabilities.Prompts != nil
 	if !hasResources && !hasPrompts {
+		close(lc.surfaceReady)
 		return
 	}
 	var lastResources, lastPrompts string
@@ -42,6 +44,7 @@ func (m *Manager) surfaceLists(s *server, lc *liveConn) {
 	if hasPrompts {
 		lastPrompts = m.listPrompts(s, lc, cause, "")
 	}
+	close(lc.surfaceReady)
 	for {
 		select {
 		case <-s.ctx.Done():

@@ -55,6 +55,7 @@ type ServerState struct {
 	// tools/list clear it.
 	Error           string
 	Instructions    string // from initialize, untruncated
+	Pid             int    // a stdio server's process, from ServerConnected
 	PeerName        string
 	PeerVersion     string
 	ProtocolVersion string
@@ -279,6 +280,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.reconnecting = false
 		v.setStatus(s, StatusConnected)
 		s.state.ConnectedAt = t
+		s.state.Pid = e.Pid
 		s.state.Instructions = e.Instructions
 		s.state.PeerName = e.PeerName
 		s.state.PeerVersion = e.PeerVersion

@@ -28,6 +28,8 @@ type runJSON struct {
 	Tools   []toolJSON          `json:"tools"`
 	Errors  []session.LoadError `json:"errors"`
 	Call    *runCallJSON        `json:"call,omitempty"`
+	Read    *runReadJSON        `json:"read,omitempty"`
+	Prompt  *runPromptJSON      `json:"prompt,omitempty"`
 	Budget  *budgetJSON         `json:"budget,omitempty"`
 }
 
@@ -75,6 +77,9 @@ type runServerJSON struct {
 	Transport string            `json:"transport"`
 	Source    events.SourceMeta `json:"source"`
 	Tools     int               `json:"tools"`
+	Resources int               `json:"resources"`
+	Prompts   int               `json:"prompts"`
+	Pid       int               `json:"pid,omitempty"`
 	ReadyMs   *float64          `json:"readyMs"`
 	Error     string            `json:"error,omitempty"`
 }
@@ -103,6 +108,9 @@ type runOptions struct {
 	eager  bool
 	watch  bool
 	elicit string
+	read   string
+	prompt string
+	pargs  string
 }
 
 func runRun(ctx context.Context, g *globals, args []string) error {
@@ -115,6 +123,9 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with --once: how long to wait for servers still connecting")
 	fs.StringVar(&o.call, "call", "", "call one tool, `SERVER/TOOL` (the tool's own name)")
 	fs.StringVar(&o.args, "args", "{}", "JSON arguments for --call")
+	fs.StringVar(&o.read, "read", "", "with --once: read one resource, `SERVER:URI`")
+	fs.StringVar(&o.prompt, "prompt", "", "with --once: get one prompt, `SERVER/NAME`")
+	fs.StringVar(&o.pargs, "prompt-args", "{}", "JSON object of string arguments for --prompt")
 	fs.StringVar(&o.elicit, "elicit", "decline", "answer servers' requests for user input: `decline` or accept-defaults (the form's default values); run never samples")
 	fs.BoolVar(&o.watch, "watch-config", true, "while running (not with --once), apply edits of the config files: connect added and changed servers, disconnect removed ones")
 	fs.IntVar(&o.budget, "tool-budget", defaultToolBudget, "tool budget in estimated `TOKENS` of the exposed tool definitions; over it, tools wait behind a search tool (0: off)")
@@ -144,6 +155,21 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 		}
 		if !json.Valid([]byte(o.args)) {
 			return usagef("--args is not valid JSON")
+		}
+	}
+	var readServer, readURI, promptServer, promptName string
+	var promptArgs map[string]string
+	if (o.read != "" || o.prompt != "") && !o.once {
+		return usagef("--read and --prompt need --once")
+	}
+	if o.read != "" {
+		if readServer, readURI, err = parseRead(o.read); err != nil {
+			return err
+		}
+	}
+	if o.prompt != "" {
+		if promptServer, promptName, promptArgs, err = parsePrompt(o.prompt, o.pargs); err != nil {
+			return err
 		}
 	}
 	lopts, err := o.options()
@@ -240,7 +266,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 			ready = &v
 		}
 		out.Servers = append(out.Servers, runServerJSON{Name: st.Name, Status: st.Status, Transport: st.Transport,
-			Source: st.Source, Tools: len(st.Tools), ReadyMs: ready, Error: st.Error})
+			Source: st.Source, Tools: len(st.Tools), Resources: len(st.Resources), Prompts: len(st.Prompts), Pid: st.Pid,
+			ReadyMs: ready, Error: st.Error})
 		if st.Error != "" && !slices.ContainsFunc(out.Errors, func(e session.LoadError) bool { return e.Path == "mcp:"+st.Name }) {
 			out.Errors = append(out.Errors, session.LoadError{Path: "mcp:" + st.Name, Error: st.Error})
 		}
@@ -248,6 +275,12 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	var callErr error
 	if o.call != "" {
 		out.Call, callErr = callTool1(ctx, g, s, callServer, callTool, o.args)
+	}
+	if o.read != "" && callErr == nil {
+		out.Read, callErr = readResource1(ctx, g, s, readServer, readURI)
+	}
+	if o.prompt != "" && callErr == nil {
+		out.Prompt, callErr = getPrompt1(ctx, g, s, promptServer, promptName, promptArgs)
 	}
 	// After the call, which may have loaded its tool.
 	s.RefreshMCPTools()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/lifecycletest"
 	"github.com/mcplife/mcplife/internal/peers"
@@ -93,6 +95,7 @@ func checkEverything(ctx context.Context, t *testing.T, e *env, server string) {
 			t.Fatalf("%d of 2 progress notifications arrived", n)
 		}
 	}
+	checkEverythingSurface(ctx, t, e, server)
 	// The manager advertises roots and answers roots/list with its cwd.
 	if slices.Contains(names, "get-roots-list") {
 		if res := e.call(ctx, server, "get-roots-list", nil); !strings.Contains(res.Text(), rootURI(e.Cwd)) {
@@ -256,4 +259,51 @@ func waitAllowed(ctx context.Context, t *testing.T, e *env, dir string) {
 		}
 	}
 	t.Fatalf("allowed directories %q never named the manager's cwd %s (roots/list answer)", last, dir)
+}
+
+// checkEverythingSurface checks server-everything's resources, templates,
+// prompts and completions through the manager: listed into the view, read,
+// got and completed.
+func checkEverythingSurface(ctx context.Context, t *testing.T, e *env, server string) {
+	t.Helper()
+	if err := e.Manager.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.Manager.View().Server(server)
+	if len(st.Resources) == 0 || len(st.Templates) == 0 || len(st.Prompts) == 0 {
+		t.Fatalf("server-everything: %d resources, %d templates, %d prompts; want some of each", len(st.Resources), len(st.Templates), len(st.Prompts))
+	}
+	t.Logf("server-everything: %d resources, %d templates, %d prompts", len(st.Resources), len(st.Templates), len(st.Prompts))
+	read, err := e.Manager.ReadResource(ctx, server, st.Resources[0].URI)
+	if err != nil || len(read.Contents) == 0 || read.Contents[0].URI != st.Resources[0].URI {
+		t.Errorf("read %s: %+v %v", st.Resources[0].URI, read, err)
+	}
+	var prompts []string
+	for _, p := range st.Prompts {
+		prompts = append(prompts, p.Name)
+	}
+	if !slices.Contains(prompts, "simple-prompt") {
+		t.Fatalf("prompts %v lack simple-prompt", prompts)
+	}
+	got, err := e.Manager.GetPrompt(ctx, server, "simple-prompt", nil)
+	if err != nil || len(got.Messages) == 0 {
+		t.Errorf("simple-prompt: %+v %v", got, err)
+	}
+	if slices.Contains(prompts, "completable-prompt") {
+		var arg string
+		for _, p := range st.Prompts {
+			if p.Name == "completable-prompt" && len(p.Arguments) > 0 {
+				arg = p.Arguments[0].Name
+			}
+		}
+		comp, err := e.Manager.Complete(ctx, server, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "completable-prompt"},
+			Argument: mcp.CompleteParamsArgument{Name: arg, Value: ""}})
+		if err != nil || len(comp.Completion.Values) == 0 {
+			t.Errorf("complete completable-prompt/%s: %+v %v", arg, comp, err)
+		}
+	}
+	types := e.Types(server)
+	if !slices.Contains(types, events.TypeResourcesListed) || !slices.Contains(types, events.TypePromptsListed) {
+		t.Errorf("events %v lack ResourcesListed or PromptsListed", types)
+	}
 }
