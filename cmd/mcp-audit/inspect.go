@@ -31,6 +31,8 @@ type inspectServerJSON struct {
 	Transport string            `json:"transport"`
 	Source    events.SourceMeta `json:"source"`
 	Tools     int               `json:"tools"`
+	Resources int               `json:"resources"`
+	Prompts   int               `json:"prompts"`
 	Deferred  bool              `json:"deferred"`
 	Error     string            `json:"error,omitempty"`
 }
@@ -82,7 +84,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	out := inspectJSON{Session: session, AtSeq: atSeq, AtTime: atTime, Servers: []inspectServerJSON{}, Tools: []toolJSON{}}
 	for _, s := range view.Servers() {
 		out.Servers = append(out.Servers, inspectServerJSON{Name: s.Name, Status: s.Status, Transport: s.Transport,
-			Source: s.Source, Tools: len(s.Tools), Deferred: s.Deferred, Error: s.Error})
+			Source: s.Source, Tools: len(s.Tools), Resources: len(s.Resources), Prompts: len(s.Prompts), Deferred: s.Deferred, Error: s.Error})
 	}
 	if budget > 0 {
 		exp := mcpsession.Expose(view, budget)

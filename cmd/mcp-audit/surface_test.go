@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,6 +58,30 @@ func TestRunReadsAResourceAndGetsAPrompt(t *testing.T) {
 	}
 	if got.Prompt.Name != "args-prompt" || len(got.Prompt.Messages) == 0 || !strings.Contains(got.Prompt.Messages[0].Content.Text, "Paris") {
 		t.Errorf("prompt %+v", got.Prompt)
+	}
+
+	// inspect replays the same counts just before the teardown.
+	code, out, errOut = runCmd(t, "--db", filepath.Join(dir, "e.db"), "--json", "replay", "last")
+	before := uint64(0)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct {
+			Seq  uint64
+			Type string
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "Disconnected" && before == 0 {
+			before = ev.Seq - 1
+		}
+	}
+	if code != 0 || before == 0 {
+		t.Fatalf("replay: exit %d, no Disconnected in\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "--db", filepath.Join(dir, "e.db"), "--json", "inspect", "last", "--seq", strconv.FormatUint(before, 10))
+	var seen struct {
+		Servers []struct{ Resources, Prompts int }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &seen) != nil || len(seen.Servers) != 1 ||
+		seen.Servers[0].Resources != got.Servers[0].Resources || seen.Servers[0].Prompts != got.Servers[0].Prompts {
+		t.Errorf("inspect: exit %d %s %s", code, out, errOut)
 	}
 
 	code, _, errOut = runCmd(t, "--db", filepath.Join(dir, "e.db"), "run", "--once", "--cwd", dir, "--config", cfg, "--read", "no-colon")
