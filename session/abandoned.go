@@ -66,12 +66,14 @@ func ReapAbandoned(ctx context.Context, j *journal.Journal, detectedBy string) (
 		return nil, fmt.Errorf("session: reap abandoned sessions: %w", err)
 	}
 
-	// The open sessions whose host is gone, by id, and the order they
-	// started in.
+	// The open sessions with a recorded host, by id, and the order they
+	// started in; then only those whose host is gone. The host of a
+	// closed session is never looked up: the cost stays with the open
+	// ones, not with the history.
 	hosts := map[string]events.ProcessRef{}
 	var order []string
 	err = eachOfTypes(ctx, st, last, []string{events.TypeSessionStarted}, func(env events.Envelope, ev events.Event) {
-		if s, ok := ev.(*events.SessionStarted); ok && s.Host != nil && hostGone(*s.Host) {
+		if s, ok := ev.(*events.SessionStarted); ok && s.Host != nil {
 			if _, dup := hosts[env.Stream]; !dup {
 				order = append(order, env.Stream)
 			}
@@ -85,6 +87,11 @@ func ReapAbandoned(ctx context.Context, j *journal.Journal, detectedBy string) (
 	}
 	if err != nil {
 		return nil, fmt.Errorf("session: reap abandoned sessions: %w", err)
+	}
+	for id, host := range hosts {
+		if !hostGone(host) {
+			delete(hosts, id)
+		}
 	}
 
 	var found []Abandoned
