@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/projector"
 )
 
 // Update tells a watcher that the session's view changed. It names the
@@ -14,15 +15,6 @@ type Update struct {
 	Seq    uint64 // sequence of the latest event
 	Type   string // its type
 	Server string // its server, when it is about one
-}
-
-// viewTypes are the event types that can change statuses or the tool view.
-var viewTypes = []string{
-	events.TypeServerDiscovered, events.TypeServerInvalid, events.TypeConnectStarted,
-	events.TypeServerConnected, events.TypeConnectFailed, events.TypeToolsListed,
-	events.TypeToolsListFailed, events.TypeCachedToolsServed, events.TypeDisconnected,
-	events.TypeSessionClosed, events.TypeReconnectScheduled, events.TypeReconnectGaveUp,
-	events.TypeResourcesListed, events.TypePromptsListed,
 }
 
 // Watch returns a channel that receives an [Update] whenever the session's
@@ -36,7 +28,7 @@ var viewTypes = []string{
 // receives fewer, newer updates. The channel is closed when ctx ends or the
 // manager closes.
 func (m *Manager) Watch(ctx context.Context) (<-chan Update, error) {
-	sub, err := m.j.Subscribe(ctx, journal.SubscribeOptions{Session: m.session, Types: viewTypes})
+	sub, err := m.j.Subscribe(ctx, journal.SubscribeOptions{Session: m.session, Types: projector.ViewTypes})
 	if err != nil {
 		return nil, err
 	}

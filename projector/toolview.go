@@ -220,19 +220,19 @@ func (v *ToolView) ApplyDecoded(env events.Envelope, decode func() (events.Event
 	v.applyEvent(env.Time, ev)
 }
 
-// toolViewUses reports whether the view folds in events of type t.
-func toolViewUses(t string) bool {
-	switch t {
-	case events.TypeSessionClosed, events.TypeDiscoveryFailed, events.TypeServerDiscovered,
-		events.TypeServerInvalid, events.TypeConnectStarted, events.TypeServerConnected,
-		events.TypeConnectFailed, events.TypeToolsListed, events.TypeToolsListFailed,
-		events.TypeCachedToolsServed, events.TypeDisconnected, events.TypeToolsActivated,
-		events.TypeReconnectScheduled, events.TypeReconnectGaveUp,
-		events.TypeResourcesListed, events.TypePromptsListed:
-		return true
-	}
-	return false
+// ViewTypes are the event types a [ToolView] folds in: a watcher of a
+// session's view needs to look at these only.
+var ViewTypes = []string{
+	events.TypeSessionClosed, events.TypeDiscoveryFailed, events.TypeServerDiscovered,
+	events.TypeServerInvalid, events.TypeConnectStarted, events.TypeServerConnected,
+	events.TypeConnectFailed, events.TypeToolsListed, events.TypeToolsListFailed,
+	events.TypeCachedToolsServed, events.TypeDisconnected, events.TypeToolsActivated,
+	events.TypeReconnectScheduled, events.TypeReconnectGaveUp,
+	events.TypeResourcesListed, events.TypePromptsListed,
 }
+
+// toolViewUses reports whether the view folds in events of type t.
+func toolViewUses(t string) bool { return slices.Contains(ViewTypes, t) }
 
 // applyEvent folds one decoded event of the view's session, recorded at t.
 func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
@@ -260,9 +260,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s := v.server(e.Server)
 		s.state.Source = e.Source
 		s.state.Error = e.Error
-		v.setStatus(s, StatusDisconnected)
-		v.setTools(s, nil, false, 0)
-		v.clearSurface(s)
+		v.end(s, StatusDisconnected)
 	case *events.ConnectStarted:
 		s := v.server(e.Server)
 		v.setStatus(s, StatusConnecting)
@@ -292,14 +290,10 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 			v.setStatus(s, StatusReconnecting) // the next attempt or ReconnectGaveUp follows
 			break
 		}
-		v.setStatus(s, StatusDisconnected)
-		v.setTools(s, nil, false, 0)
-		v.clearSurface(s)
+		v.end(s, StatusDisconnected)
 	case *events.ToolsListed:
 		s, ok := v.servers[e.Server]
-		if !ok || s.state.Status == StatusDisconnected || s.state.Status == StatusFailed || s.state.Status == StatusReconnecting {
-			// A list that arrives after its connection ended (or before
-			// any connect) must not bring tools back.
+		if !ok || !s.live() {
 			break
 		}
 		if s.state.ConfigHash == "" {
@@ -329,7 +323,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s, ok := v.servers[e.Server]
 		// The server may have finished initialize while its first
 		// tools/list is still pending: connected, but without live tools.
-		if ok && (s.state.Status == StatusConnecting || s.state.Status == StatusConnected) && !s.hasLive {
+		if ok && s.live() && !s.hasLive {
 			v.setTools(s, e.Tools, true, e.CacheAge)
 			v.unloadMissing(s)
 		}
@@ -339,32 +333,24 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		if e.Error != "" {
 			s.state.Error = e.Error
 		}
-		s.reconnecting = e.Reconnecting
 		if e.Reconnecting {
 			// The tools stay, deferred: a call waits for the reconnect.
+			s.reconnecting = true
 			v.setStatus(s, StatusReconnecting)
 			v.setTools(s, s.raw, true, 0)
 			break
 		}
-		v.setStatus(s, StatusDisconnected)
-		v.setTools(s, nil, false, 0)
-		v.clearSurface(s)
+		v.end(s, StatusDisconnected)
 	case *events.ReconnectScheduled:
 		s := v.server(e.Server)
 		v.setStatus(s, StatusReconnecting)
 	case *events.ReconnectGaveUp:
 		s := v.server(e.Server)
-		s.reconnecting = false
 		s.state.Error = e.LastError
-		v.setStatus(s, StatusFailed)
-		v.setTools(s, nil, false, 0)
-		v.clearSurface(s)
+		v.end(s, StatusFailed)
 	case *events.SessionClosed:
 		for _, s := range v.servers {
-			s.reconnecting = false
-			v.setStatus(s, StatusDisconnected)
-			v.setTools(s, nil, false, 0)
-			v.clearSurface(s)
+			v.end(s, StatusDisconnected)
 		}
 	case *events.DiscoveryFailed:
 		v.discovery = append(v.discovery, *e)
@@ -383,12 +369,23 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 	}
 }
 
-// clearSurface forgets s's resources and prompts: its connection ended.
-func (v *ToolView) clearSurface(s *serverEntry) {
+// end records that s has no connection and none is coming (status is
+// disconnected or failed): its tools, resources and prompts go.
+func (v *ToolView) end(s *serverEntry, status Status) {
+	s.reconnecting = false
+	v.setStatus(s, status)
+	v.setTools(s, nil, false, 0)
 	if s.state.Resources != nil || s.state.Templates != nil || s.state.Prompts != nil {
 		v.changed = true
 	}
 	s.state.Resources, s.state.Templates, s.state.Prompts = nil, nil, nil
+}
+
+// live reports whether s is connecting or connected: a list arriving for
+// it may be applied. One that arrives after its connection ended (or
+// before any connect, or while it reconnects) must not bring tools back.
+func (s *serverEntry) live() bool {
+	return s.state.Status == StatusConnecting || s.state.Status == StatusConnected
 }
 
 // unloadMissing unloads the loaded tools of s that its exposed list no
