@@ -22,22 +22,9 @@ func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
 			return
 		case <-lc.relist:
 		}
-		if !prev.IsZero() {
-			if wait := m.opts.RelistInterval - time.Since(prev); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-s.ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
-				select {
-				case <-lc.relist: // covered by this re-list
-				default:
-				}
-			}
+		if !m.spaced(s, &prev, lc.relist) {
+			return
 		}
-		prev = time.Now()
 		m.emitDeferred("", &events.ToolListChanged{Server: s.name})
 		start := m.now()
 		defs, err := m.listTools(s.ctx, s, lc)
@@ -57,4 +44,29 @@ func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
 		last = listed.ToolsHash
 		m.emitDeferred("", listed)
 	}
+}
+
+// spaced keeps re-lists of one list at least Options.RelistInterval
+// apart: when the last one (at *prev) is more recent, it waits out the
+// rest of the interval, and the signals that arrive meanwhile are covered
+// by the re-list that follows. It sets *prev to now and reports false
+// when s was torn down while it waited.
+func (m *Manager) spaced(s *server, prev *time.Time, signal chan struct{}) bool {
+	if !prev.IsZero() {
+		if wait := m.opts.RelistInterval - time.Since(*prev); wait > 0 {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case <-s.ctx.Done():
+				return false
+			case <-t.C:
+			}
+			select {
+			case <-signal: // covered by this re-list
+			default:
+			}
+		}
+	}
+	*prev = time.Now()
+	return true
 }

@@ -20,8 +20,8 @@ import (
 
 // surfaceLists lists resources and prompts of a connected server when it
 // advertises them, then re-lists on their list_changed notifications
-// (coalesced, at most one re-list per Options.RelistInterval each) until
-// the server is torn down.
+// (coalesced, re-lists of each at least Options.RelistInterval apart, as
+// tools are) until the server is torn down.
 func (m *Manager) surfaceLists(s *server, lc *liveConn) {
 	caps := lc.cs.InitializeResult()
 	if caps == nil || caps.Capabilities == nil {
@@ -34,6 +34,7 @@ func (m *Manager) surfaceLists(s *server, lc *liveConn) {
 		return
 	}
 	var lastResources, lastPrompts string
+	var prevResources, prevPrompts time.Time
 	cause := events.CauseInitial
 	if s.retry != nil {
 		cause = events.CauseReconnect
@@ -52,35 +53,17 @@ func (m *Manager) surfaceLists(s *server, lc *liveConn) {
 		case <-lc.ended:
 			return
 		case <-lc.resourcesChanged:
-			if !m.waitRelist(s, lc.resourcesChanged) {
+			if !m.spaced(s, &prevResources, lc.resourcesChanged) {
 				return
 			}
 			lastResources = m.listResources(s, lc, events.CauseListChanged, lastResources)
 		case <-lc.promptsChanged:
-			if !m.waitRelist(s, lc.promptsChanged) {
+			if !m.spaced(s, &prevPrompts, lc.promptsChanged) {
 				return
 			}
 			lastPrompts = m.listPrompts(s, lc, events.CauseListChanged, lastPrompts)
 		}
 	}
-}
-
-// waitRelist spaces re-lists by Options.RelistInterval: it waits that
-// long, absorbing the notifications that arrive meanwhile into the
-// re-list that follows. It reports false when s was torn down.
-func (m *Manager) waitRelist(s *server, signal chan struct{}) bool {
-	t := time.NewTimer(m.opts.RelistInterval)
-	defer t.Stop()
-	select {
-	case <-s.ctx.Done():
-		return false
-	case <-t.C:
-	}
-	select {
-	case <-signal:
-	default:
-	}
-	return true
 }
 
 // listResources lists the resources and templates of s and records them
