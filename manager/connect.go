@@ -237,13 +237,11 @@ func (m *Manager) run(s *server) {
 		lc    *liveConn
 		err   error
 	)
+	// A reconnecting record waits out its delay before each attempt, and
+	// a failed attempt schedules the next one until the breaker trips.
 	for {
 		if s.retry != nil && !m.waitRetry(s) {
-			m.mu.Lock()
-			tornDown := s.closing
-			s.closing = true
-			m.mu.Unlock()
-			m.endRecord(s, notConnected(s.name), !tornDown)
+			m.endRecord(s, notConnected(s.name), !m.claim(s))
 			return
 		}
 		begin = m.now()
@@ -253,26 +251,19 @@ func (m *Manager) run(s *server) {
 			break
 		}
 		if !m.retryAfterFailure(s, err, m.now().Sub(begin), errors.Is(err, ErrTimeout)) {
-			m.mu.Lock()
-			tornDown := s.closing
-			s.closing = true
-			m.mu.Unlock()
-			m.endRecord(s, err, !tornDown)
+			m.endRecord(s, err, !m.claim(s))
 			return
 		}
 	}
 	if err != nil {
-		m.mu.Lock()
-		tornDown := s.closing
-		s.closing = true // this goroutine finishes the failed record itself
-		m.mu.Unlock()
+		tornDown := m.claim(s)
 		m.yield("run.failed", s.name)
 		if !tornDown {
 			late := r.enter(s.name)
 			m.emitDeferred("", &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
 			r.settle(s.name, err)
 			r.leave()
-			if late && s.retry == nil {
+			if late {
 				m.log.Warn("MCP server failed to connect", "server", s.name, "err", err)
 			}
 		}
@@ -341,6 +332,17 @@ func (m *Manager) run(s *server) {
 	}
 	m.wg.Go(func() { m.surfaceLists(s, lc) })
 	m.relistLoop(s, lc, last)
+}
+
+// claim marks s closing, so this goroutine finishes the record of a
+// connect that failed, and reports whether a teardown had marked it
+// already (then the teardown finishes it).
+func (m *Manager) claim(s *server) (tornDown bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tornDown = s.closing
+	s.closing = true
+	return tornDown
 }
 
 // endRecord ends the record of a server that did not connect: waiters see
