@@ -1,8 +1,6 @@
 package events
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -253,8 +251,7 @@ func (c ServerConfig) Hash() string {
 		// cannot fail.
 		panic("events: hash config: " + err.Error())
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return hashBytes(b)
 }
 
 // canonicalJSON marshals v with every object's keys sorted.

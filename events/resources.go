@@ -1,8 +1,6 @@
 package events
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -99,13 +97,13 @@ func (e *PromptsListed) ServerName() string   { return e.Server }
 func (e *ResourceUpdated) ServerName() string { return e.Server }
 
 // HashList returns the hex SHA-256 of the canonical JSON of v (a list of
-// resources, templates or prompts), so two lists that differ only in key
-// order hash the same.
+// tools, resources, templates or prompts), so two lists that differ only
+// in key order hash the same. A value that is not valid JSON (a broken
+// schema) is hashed as it marshals, so it still gets a stable hash.
 func HashList(v any) string {
 	b, err := canonicalJSON(v)
 	if err != nil {
 		b, _ = json.Marshal(v)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return hashBytes(b)
 }
