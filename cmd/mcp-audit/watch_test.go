@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,30 +30,8 @@ func TestRunWatchesConfig(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	cfg := writeConfig(t, map[string][]string{"steady": {"only=echo"}})
 	db := filepath.Join(t.TempDir(), "e.db")
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan int)
-	go func() {
-		var errb strings.Builder
-		done <- Run(ctx, []string{"--db", db, "run", "--cwd", t.TempDir(), "--config", cfg}, pw, &errb)
-		pw.Close()
-	}()
-	lines := bufio.NewScanner(pr)
-	waitLine := func(want ...string) string {
-		t.Helper()
-		for lines.Scan() {
-			ok := true
-			for _, w := range want {
-				ok = ok && strings.Contains(lines.Text(), w)
-			}
-			if ok {
-				return lines.Text()
-			}
-		}
-		t.Fatalf("output ended before a line with %q", want)
-		return ""
-	}
-	waitLine("watching for changes and config edits")
+	r := startRun(t, db, cfg)
+	r.waitLine("watching for changes and config edits")
 
 	old, err := os.ReadFile(cfg)
 	if err != nil {
@@ -72,18 +47,13 @@ func TestRunWatchesConfig(t *testing.T) {
 	doc.MCPServers["extra"] = map[string]any{"command": cmd, "args": args}
 	b, _ := json.Marshal(doc)
 	rewriteConfig(t, cfg, string(b))
-	waitLine("config changed (" + cfg + "): added extra")
-	waitLine("extra", "connected", "1 tools")
+	r.waitLine("config changed (" + cfg + "): added extra")
+	r.waitLine("extra", "connected", "1 tools")
 
 	rewriteConfig(t, cfg, "{")
-	waitLine("config change not applied", cfg, "servers keep running")
+	r.waitLine("config change not applied", cfg, "servers keep running")
 
-	cancel()
-	waitLine("disconnecting all servers")
-	go io.Copy(io.Discard, pr)
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d", code)
-	}
+	r.interrupt()
 	code, out, _ := runCmd(t, "--db", db, "replay", "last")
 	if code != 0 || !strings.Contains(out, "ConfigChanged") || !strings.Contains(out, "added=[extra]") || !strings.Contains(out, "extra reason=requested") {
 		t.Fatalf("replay: %d\n%s", code, out)
