@@ -387,6 +387,9 @@ var decoders = map[string]struct {
 	TypeResourcesListed:      {1, func() Event { return new(ResourcesListed) }},
 	TypePromptsListed:        {1, func() Event { return new(PromptsListed) }},
 	TypeResourceUpdated:      {1, func() Event { return new(ResourceUpdated) }},
+	TypeAuthRequired:         {1, func() Event { return new(AuthRequired) }},
+	TypeAuthCompleted:        {1, func() Event { return new(AuthCompleted) }},
+	TypeAuthFailed:           {1, func() Event { return new(AuthFailed) }},
 }
 
 // Types returns every known event type string, sorted.

@@ -75,6 +75,59 @@ type ServerConfig struct {
 	// its search tool. Omitted when false, so configurations without it
 	// hash as before.
 	AlwaysLoad bool `json:"alwaysLoad,omitempty"`
+	// OAuth configures authorization at a remote server that requires
+	// OAuth; nil means the defaults (discovery, then dynamic client
+	// registration, browser login). Omitted when nil, so configurations
+	// without it hash as before.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
+}
+
+// Grants of [OAuthConfig.Grant].
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
+
+// OAuthConfig is a server's OAuth settings. ClientSecret and PrivateKey
+// are secrets: substituted at connect time like header values, and
+// redacted in every recorded configuration.
+type OAuthConfig struct {
+	// ClientID is a client registered with the authorization server
+	// beforehand; empty means a Client ID Metadata Document
+	// (ClientMetadataURL) where the server supports it, else dynamic
+	// client registration.
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+	// ClientMetadataURL is the HTTPS URL of this client's Client ID
+	// Metadata Document, used as its client id where the authorization
+	// server supports such documents.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// CallbackPort fixes the loopback port of the login's redirect; 0
+	// means a free port.
+	CallbackPort int `json:"callbackPort,omitempty"`
+	// Scopes are requested on top of those the server's challenge or
+	// metadata name.
+	Scopes []string `json:"scopes,omitempty"`
+	// Grant is GrantAuthorizationCode (the default) or
+	// GrantClientCredentials (machine to machine: ClientID with
+	// ClientSecret, or with PrivateKey for a private-key JWT assertion).
+	Grant string `json:"grant,omitempty"`
+	// PrivateKey is a PEM private key (PKCS #8, PKCS #1 or SEC 1) that
+	// signs the client assertion of the private_key_jwt method.
+	PrivateKey string `json:"privateKey,omitempty"`
+	// SigningAlgorithm is the JWS algorithm of the assertion (ES256,
+	// RS256, …); empty means the one the key suits.
+	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
+}
+
+// Clone returns a deep copy of o (nil for nil).
+func (o *OAuthConfig) Clone() *OAuthConfig {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	c.Scopes = slices.Clone(o.Scopes)
+	return &c
 }
 
 // Transport returns the effective transport: the explicit Type when set,
@@ -237,6 +290,7 @@ func (c ServerConfig) Clone() ServerConfig {
 		v := *c.Enabled
 		c.Enabled = &v
 	}
+	c.OAuth = c.OAuth.Clone()
 	return c
 }
 
@@ -269,7 +323,8 @@ func canonicalJSON(v any) ([]byte, error) {
 }
 
 // Redact returns a copy of c that is safe to record: every env value and
-// every header value is replaced by [Redacted], and credential-like query
+// every header value is replaced by [Redacted] (so are an OAuth client
+// secret and private key), and credential-like query
 // parameters of the URL and of URL-shaped arguments are redacted too.
 func (c ServerConfig) Redact() ServerConfig {
 	r := c.Clone()
@@ -280,6 +335,14 @@ func (c ServerConfig) Redact() ServerConfig {
 		r.Headers[k] = Redacted
 	}
 	r.URL = RedactURL(r.URL)
+	if o := r.OAuth; o != nil {
+		if o.ClientSecret != "" {
+			o.ClientSecret = Redacted
+		}
+		if o.PrivateKey != "" {
+			o.PrivateKey = Redacted
+		}
+	}
 	for i, a := range r.Args {
 		r.Args[i] = RedactText(a)
 	}

@@ -126,6 +126,12 @@ func Describe(ev Event) string {
 		return fmt.Sprintf("servers=%d failed=%d tools=%d", e.Servers, e.Failed, e.Tools)
 	case *ToolsActivated:
 		return fmt.Sprintf("by=%s count=%d tools=[%s]", e.By, len(e.Tools), strings.Join(e.Tools, " "))
+	case *AuthRequired:
+		return fmt.Sprintf("%s%s scopes=[%s]", e.Server, kv(" issuer", e.Issuer), strings.Join(e.Scopes, " "))
+	case *AuthCompleted:
+		return fmt.Sprintf("%s%s%s scopes=[%s]", e.Server, kv(" grant", e.Grant), kv(" issuer", e.Issuer), strings.Join(e.Scopes, " "))
+	case *AuthFailed:
+		return fmt.Sprintf("%s error=%q", e.Server, e.Error)
 	case *Unknown:
 		return fmt.Sprintf("(unknown schema %d) %s", e.Schema, e.Data)
 	}

@@ -49,6 +49,9 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 			Hash: "x", Count: 1, Cause: CauseListChanged},
 		&ResourceUpdated{Server: "s", URI: "file:///a"},
 		&ServerLog{Server: "s", Level: LogWarning, Logger: "db", Text: "slow query", Dropped: 3},
+		&AuthRequired{Server: "s", Issuer: "https://as.example", Scopes: []string{"read"}, Login: "mcp-audit auth login s"},
+		&AuthCompleted{Server: "s", Issuer: "https://as.example", Scopes: []string{"read"}, ExpiresAt: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC), Grant: "authorization_code"},
+		&AuthFailed{Server: "s", Error: "access_denied"},
 	}
 	if len(all) != len(Types()) {
 		t.Fatalf("test covers %d types, catalogue has %d", len(all), len(Types()))
