@@ -12,17 +12,20 @@ import (
 // Seq and Version are assigned by the store on append: Seq is the global,
 // gapless sequence (starting at 1) across all streams; Version is the
 // 1-based position within Stream. A stream holds one runtime session, so
-// Stream and SessionID are normally equal.
+// Stream and SessionID are normally equal. The journal stamps Host.
 type Envelope struct {
-	Seq           uint64          `json:"seq"`
-	Stream        string          `json:"stream"`
-	Version       uint64          `json:"version"`
-	Type          string          `json:"type"`
-	Schema        int             `json:"schema"`
-	Time          time.Time       `json:"time"`
-	SessionID     string          `json:"sessionId"`
-	CorrelationID string          `json:"correlationId,omitempty"`
-	Data          json.RawMessage `json:"data"`
+	Seq           uint64    `json:"seq"`
+	Stream        string    `json:"stream"`
+	Version       uint64    `json:"version"`
+	Type          string    `json:"type"`
+	Schema        int       `json:"schema"`
+	Time          time.Time `json:"time"`
+	SessionID     string    `json:"sessionId"`
+	CorrelationID string    `json:"correlationId,omitempty"`
+	// Host identifies the machine and user that recorded the event (see
+	// [DefaultHost]), so a store shared by a fleet tells its hosts apart.
+	Host string          `json:"host,omitempty"`
+	Data json.RawMessage `json:"data"`
 }
 
 // New encodes ev into an envelope for session (used as the stream too) at

@@ -23,6 +23,7 @@ const (
 	MetaSeq     = "mcplife_seq"
 	MetaType    = "mcplife_type"
 	MetaSession = "mcplife_session"
+	MetaHost    = "mcplife_host"
 )
 
 // DefaultTopic is the topic events are published on.
@@ -51,6 +52,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock stamped on envelopes (default time.Now).
 	Now func() time.Time
+	// Host is the host id stamped on envelopes that carry none (default
+	// [events.DefaultHost]).
+	Host string
 	// CheckpointEvery bounds how far a checkpointed projection's stored
 	// checkpoint may lag (default DefaultCheckpointEvery).
 	CheckpointEvery int
@@ -130,6 +134,7 @@ type Journal struct {
 	topic           string
 	log             *slog.Logger
 	now             func() time.Time
+	host            string
 	checkpointEvery int
 
 	// msgPrefix makes message ids unique across journals: prefix + seq.
@@ -207,6 +212,7 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		topic:           o.Topic,
 		log:             o.Logger,
 		now:             o.Now,
+		host:            o.Host,
 		checkpointEvery: o.CheckpointEvery,
 		msgPrefix:       watermill.NewShortUUID() + "-",
 		pubq:            make(chan []events.Envelope, 1024),
@@ -224,6 +230,9 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 	}
 	if j.now == nil {
 		j.now = time.Now
+	}
+	if j.host == "" {
+		j.host = events.DefaultHost()
 	}
 	if j.checkpointEvery == 0 {
 		j.checkpointEvery = DefaultCheckpointEvery
@@ -397,6 +406,7 @@ func (j *Journal) publish(envs []events.Envelope) {
 			MetaSeq:     seq,
 			MetaType:    env.Type,
 			MetaSession: env.SessionID,
+			MetaHost:    env.Host,
 			metaRest:    packRest(env),
 		}
 		msgs[i] = msg
@@ -453,6 +463,7 @@ func envelopeOf(msg *message.Message) (events.Envelope, error) {
 	return events.Envelope{
 		Seq: seq, Stream: rest[:nums[3]], Version: uint64(nums[0]), Type: md.Get(MetaType), Schema: int(nums[1]),
 		Time: time.Unix(0, nums[2]).UTC(), SessionID: md.Get(MetaSession), CorrelationID: rest[nums[3]:],
+		Host: md.Get(MetaHost),
 		Data: json.RawMessage(msg.Payload),
 	}, nil
 }

@@ -161,6 +161,9 @@ func (j *Journal) write(batch []*request) {
 				r.envs[i].Time = now
 			}
 			r.envs[i].SessionID = r.session
+			if r.envs[i].Host == "" {
+				r.envs[i].Host = j.host
+			}
 		}
 		live = append(live, r)
 	}

@@ -160,8 +160,8 @@ func fileHash(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// A database of schema version 1 (before the index by type) is migrated
-// on open, its events intact.
+// A database of schema version 1 (before the index by type and the host
+// column) is migrated on open, its events intact and of no host.
 func TestOpenMigratesVersion1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.db")
 	db := mustOpen(t, path, nil)
@@ -170,7 +170,7 @@ func TestOpenMigratesVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := rawOpen(t, path)
-	for _, q := range []string{"DROP INDEX events_type", "PRAGMA user_version = 1"} {
+	for _, q := range []string{"DROP INDEX events_type", "ALTER TABLE events DROP COLUMN host", "PRAGMA user_version = 1"} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +182,9 @@ func TestOpenMigratesVersion1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if env.Host != "" {
+			t.Errorf("seq %d: host %q after the migration, want none", env.Seq, env.Host)
+		}
 		got = append(got, env.Seq)
 	}
 	raw = rawOpen(t, path)
@@ -189,8 +192,8 @@ func TestOpenMigratesVersion1(t *testing.T) {
 	if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_type'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("index events_type: count %d, %v", n, err)
 	}
-	if v := pragma(t, raw, "user_version"); v != "2" {
-		t.Errorf("user_version = %s, want 2", v)
+	if v := pragma(t, raw, "user_version"); v != "3" {
+		t.Errorf("user_version = %s, want 3", v)
 	}
 	if len(got) != 3 {
 		t.Errorf("ReadType after the migration: seqs %v, want 3 events", got)
@@ -206,8 +209,8 @@ func TestOpenSetsWALAndMigrates(t *testing.T) {
 	if mode := pragma(t, raw, "journal_mode"); mode != "wal" {
 		t.Errorf("journal_mode = %q, want wal", mode)
 	}
-	if v := pragma(t, raw, "user_version"); v != "2" {
-		t.Errorf("user_version = %s, want 2", v)
+	if v := pragma(t, raw, "user_version"); v != "3" {
+		t.Errorf("user_version = %s, want 3", v)
 	}
 	for _, table := range []string{"events", "streams", "snapshots"} {
 		var n int

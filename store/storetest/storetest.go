@@ -223,6 +223,9 @@ func diffEnvelope(want, got events.Envelope) string {
 	if want.CorrelationID != got.CorrelationID {
 		add("CorrelationID", want.CorrelationID, got.CorrelationID)
 	}
+	if want.Host != got.Host {
+		add("Host", want.Host, got.Host)
+	}
 	if !bytes.Equal(want.Data, got.Data) {
 		add("Data", fmt.Sprintf("%q", want.Data), fmt.Sprintf("%q", got.Data))
 	}
@@ -770,7 +773,7 @@ func testDataRoundTrip(t *testing.T, s store.Store) {
 	in := []events.Envelope{
 		{
 			Type: "Some.Type", Schema: 7, Time: time.Date(2024, 2, 29, 23, 59, 59, 123456789, east),
-			SessionID: "session-x", CorrelationID: "corr-1", Data: data,
+			SessionID: "session-x", CorrelationID: "corr-1", Host: "h-0123456789ab", Data: data,
 		},
 		{
 			Type: "Other", Schema: 1, Time: time.Date(1969, 7, 20, 20, 17, 40, 1, time.UTC),
