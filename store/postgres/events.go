@@ -1,0 +1,355 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/store"
+)
+
+// checkAppend applies [store.CheckAppend] and refuses text PostgreSQL
+// cannot store in a text column (a NUL byte, invalid UTF-8), so that such
+// an append fails on its own instead of inside a group transaction.
+func checkAppend(stream string, expected int64, envs []events.Envelope) error {
+	if err := store.CheckAppend("postgres", stream, expected, envs); err != nil {
+		return err
+	}
+	if err := checkText("stream name", stream); err != nil {
+		return fmt.Errorf("postgres: append %q: %w", stream, err)
+	}
+	for i, e := range envs {
+		for _, f := range []struct{ name, s string }{
+			{"type", e.Type}, {"session id", e.SessionID}, {"correlation id", e.CorrelationID}, {"host", e.Host},
+		} {
+			if err := checkText(f.name, f.s); err != nil {
+				return fmt.Errorf("postgres: append %q: event %d: %w", stream, i, err)
+			}
+		}
+		if e.Schema < math.MinInt32 || e.Schema > math.MaxInt32 {
+			return fmt.Errorf("postgres: append %q: event %d: schema %d does not fit in an integer column", stream, i, e.Schema)
+		}
+	}
+	return nil
+}
+
+func checkText(what, s string) error {
+	if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+		return fmt.Errorf("%s %q holds a NUL byte or invalid UTF-8", what, s)
+	}
+	return nil
+}
+
+// Append implements [store.Store.Append]. Its events are written in one
+// transaction, which appends queued at the same time share (see [DB]). It
+// returns an error for an empty stream name, an expected version below
+// [store.AnyVersion], an event whose Time is zero or outside the years
+// 1678–2262, or text a PostgreSQL text column cannot hold (a NUL byte,
+// invalid UTF-8), and [store.ErrReadOnly] on a read-only store; in each
+// case it stores nothing. Times are stored as Unix nanoseconds and read
+// back in UTC.
+func (db *DB) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	if err := checkAppend(stream, expected, envs); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: append %q: %w", stream, err)
+	}
+	if err := db.acquire(true); err != nil {
+		return nil, fmt.Errorf("postgres: append %q: %w", stream, err)
+	}
+	defer db.release()
+	r := &appendRequest{ctx: ctx, stream: stream, expected: expected, envs: envs, done: make(chan struct{})}
+	db.appendGroup(ctx, []*appendRequest{r})
+	if r.err != nil {
+		return nil, fmt.Errorf("postgres: append %q: %w", stream, r.err)
+	}
+	return r.out, nil
+}
+
+// AppendBatch implements [store.BatchAppender]: the requests are written in
+// one transaction (with appends queued at the same time) and committed
+// once. Each is checked as [DB.Append] checks it.
+func (db *DB) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
+	res := make([]store.AppendResult, len(reqs))
+	if len(reqs) == 0 {
+		return res
+	}
+	failAll := func(err error) []store.AppendResult {
+		for i, q := range reqs {
+			res[i].Err = fmt.Errorf("postgres: append %q: %w", q.Stream, err)
+		}
+		return res
+	}
+	if err := ctx.Err(); err != nil {
+		return failAll(err)
+	}
+	if err := db.acquire(true); err != nil {
+		return failAll(err)
+	}
+	defer db.release()
+	rs := make([]*appendRequest, 0, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	for i, q := range reqs {
+		if err := checkAppend(q.Stream, q.Expected, q.Envs); err != nil {
+			res[i].Err = err
+			continue
+		}
+		r := &appendRequest{ctx: ctx, stream: q.Stream, expected: q.Expected, envs: q.Envs, done: make(chan struct{})}
+		rs = append(rs, r)
+		idx = append(idx, i)
+	}
+	if len(rs) == 0 {
+		return res
+	}
+	db.appendGroup(ctx, rs)
+	for k, r := range rs {
+		res[idx[k]].Envs = r.out
+		if r.err != nil {
+			res[idx[k]] = store.AppendResult{Err: fmt.Errorf("postgres: append %q: %w", r.stream, r.err)}
+		}
+	}
+	return res
+}
+
+// ReadStream implements [store.Store.ReadStream].
+func (db *DB) ReadStream(ctx context.Context, stream string, fromVersion uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		op := fmt.Sprintf("read stream %q", stream)
+		next := max(fromVersion, 1)
+		for {
+			page, err := db.eventPage(ctx, op, db.q.readStream, next, stream)
+			if err != nil {
+				yield(events.Envelope{}, err)
+				return
+			}
+			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
+				return
+			}
+			next = page[len(page)-1].Version + 1
+		}
+	}
+}
+
+// ReadAll implements [store.Store.ReadAll].
+func (db *DB) ReadAll(ctx context.Context, fromSeq uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		const op = "read all"
+		next := max(fromSeq, 1)
+		for {
+			page, err := db.eventPage(ctx, op, db.q.readAll, next)
+			if err != nil {
+				yield(events.Envelope{}, err)
+				return
+			}
+			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
+				return
+			}
+			next = page[len(page)-1].Seq + 1
+		}
+	}
+}
+
+// ReadType implements [store.TypeReader] through the index on (type, seq).
+func (db *DB) ReadType(ctx context.Context, typ string, fromSeq, toSeq uint64) iter.Seq2[events.Envelope, error] {
+	return func(yield func(events.Envelope, error) bool) {
+		op := fmt.Sprintf("read type %q", typ)
+		next := max(fromSeq, 1)
+		to := int64(min(toSeq, math.MaxInt64))
+		for next <= toSeq {
+			page, err := db.eventPage(ctx, op, db.q.readType, next, typ, to)
+			if err != nil {
+				yield(events.Envelope{}, err)
+				return
+			}
+			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
+				return
+			}
+			next = page[len(page)-1].Seq + 1
+		}
+	}
+}
+
+// yieldPage yields the events of page, stopping with the context's error
+// when it is done. It reports whether to go on.
+func yieldPage(ctx context.Context, op string, page []events.Envelope, yield func(events.Envelope, error) bool) bool {
+	for _, e := range page {
+		if err := ctx.Err(); err != nil {
+			yield(events.Envelope{}, fmt.Errorf("postgres: %s: %w", op, err))
+			return false
+		}
+		if !yield(e, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// eventPage runs sql, one of the event reads, for the page starting at
+// from (a seq or a version) with the read's further arguments, and returns
+// its rows. It holds a pooled connection only while it runs.
+func (db *DB) eventPage(ctx context.Context, op, sql string, from uint64, args ...any) ([]events.Envelope, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if err := db.acquire(false); err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	defer db.release()
+	if from > math.MaxInt64 {
+		return nil, nil // beyond any stored seq or version
+	}
+	rows, err := db.pool.Query(ctx, sql, append([]any{int64(from), pageSize}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, mapErr(err))
+	}
+	page := make([]events.Envelope, 0, pageSize)
+	var (
+		e               events.Envelope
+		seq, ver, nanos int64
+		data            []byte
+	)
+	// pgx scans each row's bytea into a new slice, so no two events share
+	// their data.
+	_, err = pgx.ForEachRow(rows, []any{&seq, &e.Stream, &ver, &e.Type, &e.Schema, &nanos, &e.SessionID, &e.CorrelationID, &e.Host, &data}, func() error {
+		e.Seq, e.Version, e.Time, e.Data = uint64(seq), uint64(ver), time.Unix(0, nanos).UTC(), data
+		page = append(page, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, mapErr(err))
+	}
+	return page, nil
+}
+
+// Streams implements [store.Store.Streams].
+func (db *DB) Streams(ctx context.Context) iter.Seq2[store.StreamInfo, error] {
+	return func(yield func(store.StreamInfo, error) bool) {
+		var after int64
+		for {
+			page, err := db.streamPage(ctx, after)
+			if err != nil {
+				yield(store.StreamInfo{}, err)
+				return
+			}
+			for _, info := range page {
+				if err := ctx.Err(); err != nil {
+					yield(store.StreamInfo{}, fmt.Errorf("postgres: streams: %w", err))
+					return
+				}
+				if !yield(info, nil) {
+					return
+				}
+			}
+			if len(page) < pageSize {
+				return
+			}
+			after = int64(page[len(page)-1].FirstSeq)
+		}
+	}
+}
+
+func (db *DB) streamPage(ctx context.Context, after int64) ([]store.StreamInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: streams: %w", err)
+	}
+	if err := db.acquire(false); err != nil {
+		return nil, fmt.Errorf("postgres: streams: %w", err)
+	}
+	defer db.release()
+	rows, err := db.pool.Query(ctx, db.q.streams, after, pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: streams: %w", mapErr(err))
+	}
+	var (
+		page                   []store.StreamInfo
+		info                   store.StreamInfo
+		ver, first, last, c, u int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&info.Stream, &ver, &first, &last, &c, &u}, func() error {
+		info.Version, info.FirstSeq, info.LastSeq = uint64(ver), uint64(first), uint64(last)
+		info.Created, info.Updated = time.Unix(0, c).UTC(), time.Unix(0, u).UTC()
+		page = append(page, info)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: streams: %w", mapErr(err))
+	}
+	return page, nil
+}
+
+// LastSeq implements [store.Store.LastSeq]. It reads the sequence counter,
+// which moves in the same transaction as the events it numbers.
+func (db *DB) LastSeq(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("postgres: last seq: %w", err)
+	}
+	if err := db.acquire(false); err != nil {
+		return 0, fmt.Errorf("postgres: last seq: %w", err)
+	}
+	defer db.release()
+	var n int64
+	if err := db.pool.QueryRow(ctx, db.q.lastSeq).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: last seq: %w", mapErr(err))
+	}
+	return uint64(n), nil
+}
+
+// SaveSnapshot implements [store.Snapshotter.SaveSnapshot] in one
+// statement, so racing saves, from any process, cannot let an older seq
+// win. seq must fit in an int64, as every stored sequence does.
+func (db *DB) SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error {
+	op := fmt.Sprintf("save snapshot %q", name)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if err := db.acquire(true); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	defer db.release()
+	if seq > math.MaxInt64 {
+		return fmt.Errorf("postgres: %s: seq %d does not fit in int64", op, seq)
+	}
+	if err := checkText("snapshot name", name); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	if _, err := db.pool.Exec(ctx, db.q.saveSnapshot, name, int64(seq), data); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, mapErr(err))
+	}
+	return nil
+}
+
+// LoadSnapshot implements [store.Snapshotter.LoadSnapshot].
+func (db *DB) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
+	op := fmt.Sprintf("load snapshot %q", name)
+	if err := ctx.Err(); err != nil {
+		return 0, nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if err := db.acquire(false); err != nil {
+		return 0, nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	defer db.release()
+	var (
+		seq  int64
+		data []byte
+	)
+	err := db.pool.QueryRow(ctx, db.q.loadSnapshot, name).Scan(&seq, &data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("postgres: %s: %w", op, mapErr(err))
+	}
+	return uint64(seq), data, nil
+}

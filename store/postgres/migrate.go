@@ -1,0 +1,203 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcplife/mcplife/store"
+)
+
+// migrationFS holds the schema, one file per version: NNNN_name.sql. Each
+// runs with search_path set to the store's schema, so its names are
+// unqualified.
+//
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order, checking
+// that their versions run 1, 2, 3, … without gaps.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, name := range names { // fs.Glob returns sorted names
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("postgres: migration %s: name must start with a number and '_'", base)
+		}
+		if v != len(ms)+1 {
+			return nil, fmt.Errorf("postgres: migration %s: version %d, want %d", base, v, len(ms)+1)
+		}
+		b, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	return ms, nil
+}
+
+// schemaVersion is the schema version this package writes, the highest
+// version recorded in the schema's migrations table.
+var schemaVersion = func() int {
+	ms, err := migrations()
+	if err != nil {
+		panic(err) // the embedded files are fixed at build time; a test covers them
+	}
+	return len(ms)
+}()
+
+// querier is a pool, a connection or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// currentVersion returns the schema version recorded in the store's schema:
+// 0 when the schema or its migrations table does not exist. It only reads.
+func (db *DB) currentVersion(ctx context.Context, q querier) (int, error) {
+	// The catalog is read with a query, under the statement's snapshot:
+	// name look-ups such as to_regclass go through the backend's catalog
+	// cache, which inside a transaction that began before another process
+	// created the table (as one waiting for the migration lock did) may
+	// not know of it yet.
+	var exists bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = 'migrations')`, db.schema).Scan(&exists)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	if err := q.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+db.q.schema+`.migrations`).Scan(&v); err != nil {
+		return 0, mapErr(err)
+	}
+	return v, nil
+}
+
+// migrate applies every migration newer than the schema's version, each in
+// its own transaction together with its row in the migrations table, so a
+// crash leaves the schema at one version or the next. Each transaction
+// first takes a transaction-scoped advisory lock named after the schema and
+// reads the version again under it, so processes opening the same new
+// schema at once apply each migration exactly once, one after another; the
+// first one also creates the schema and the migrations table.
+func (db *DB) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		applied, err := db.applyMigration(ctx, m, schemaVersion)
+		if err != nil {
+			return err
+		}
+		if applied {
+			db.log.Info("postgres: migrated", "schema", db.schema, "version", m.version, "migration", m.name)
+		}
+	}
+	return nil
+}
+
+// migrationLockKey is the key of the advisory lock that serialises the
+// migrations of one schema, derived from its name.
+func migrationLockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("mcplife/store/postgres migrate\x00" + schema))
+	return int64(h.Sum64())
+}
+
+// applyMigration applies m unless the schema is at its version already.
+// latest is the newest version the caller knows; a schema beyond it is an
+// error wrapping [store.ErrNewerSchema], and the transaction is rolled back
+// having changed nothing.
+func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool, error) {
+	applied := false
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(db.schema)); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		cur, err := db.currentVersion(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if cur > latest {
+			return db.newerSchema(cur)
+		}
+		if cur >= m.version {
+			return nil
+		}
+		if cur == 0 {
+			if err := db.bootstrap(ctx, tx); err != nil {
+				return err
+			}
+		}
+		// SET LOCAL lasts until the end of this transaction.
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+db.q.schema); err != nil {
+			return fmt.Errorf("set search_path: %w", err)
+		}
+		// Without arguments, pgx sends the file as one simple query, so it
+		// may hold several statements.
+		if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+db.q.schema+`.migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+			return fmt.Errorf("record version: %w", err)
+		}
+		applied = true
+		return nil
+	})
+	if errors.Is(err, store.ErrNewerSchema) {
+		return false, err
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: migrate schema %s to %d: %w", db.schema, m.version, mapErr(err))
+	}
+	return applied, nil
+}
+
+// bootstrap creates the schema, unless it exists, and the migrations table
+// in it. Requires the migration lock (see applyMigration).
+func (db *DB) bootstrap(ctx context.Context, tx pgx.Tx) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)`, db.schema).Scan(&exists); err != nil {
+		return fmt.Errorf("look up schema: %w", err)
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+db.q.schema); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	// The migrations table is the one table outside the numbered files: it
+	// is how the version is told.
+	_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+db.q.schema+`.migrations (
+		version integer     PRIMARY KEY,
+		name    text        NOT NULL,
+		applied timestamptz NOT NULL DEFAULT now()
+	)`)
+	if err != nil {
+		return fmt.Errorf("create migrations table: %w", err)
+	}
+	return nil
+}

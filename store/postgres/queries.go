@@ -1,0 +1,79 @@
+package postgres
+
+import "github.com/jackc/pgx/v5"
+
+// pageSize is how many rows a read fetches per query.
+const pageSize = 512
+
+const eventColumns = `seq, stream, version, type, schema, time, session_id, correlation_id, host, data`
+
+// queries holds the store's SQL with its tables qualified by the quoted
+// schema name. pgx prepares each on a connection the first time it runs
+// there and keeps it.
+type queries struct {
+	schema string // quoted
+
+	// lock takes the row lock of the sequence counter, the first statement
+	// of every append transaction.
+	lock string
+	// append checks one append's expected version and writes it; see
+	// newQueries.
+	append string
+
+	readAll, readStream, readType string
+	streams, lastSeq              string
+	saveSnapshot, loadSnapshot    string
+
+	checkSeqs, checkStreams string
+}
+
+func newQueries(schema string) queries {
+	s := pgx.Identifier{schema}.Sanitize()
+	return queries{
+		schema: s,
+		lock:   `SELECT last FROM ` + s + `.seq_counter FOR UPDATE`,
+		// One statement per append, run after lock in the same transaction,
+		// so its snapshot holds every append committed before: cur is the
+		// stream's version; when the expected version matches (ok), taken
+		// moves the counter on by the number of events ($3) and the rows
+		// and the stream's summary are written with the numbers it took.
+		// On a mismatch, ok is empty and nothing is written. It returns the
+		// stream's version before the append and the seq before its first
+		// event (NULL when nothing was written).
+		append: `WITH cur AS (
+	SELECT COALESCE((SELECT version FROM ` + s + `.streams WHERE stream = $1), 0) AS version
+), ok AS (
+	SELECT version FROM cur WHERE $2::bigint = -1 OR $2::bigint = version
+), taken AS (
+	UPDATE ` + s + `.seq_counter AS c SET last = c.last + $3::bigint FROM ok WHERE $3::bigint > 0
+	RETURNING c.last - $3::bigint AS base, ok.version AS version
+), ins AS (
+	INSERT INTO ` + s + `.events (` + eventColumns + `)
+	SELECT taken.base + u.i, $1, taken.version + u.i, u.type, u.schema, u.time, u.session_id, u.correlation_id, u.host, u.data
+	FROM taken, unnest($4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
+		WITH ORDINALITY AS u(type, schema, time, session_id, correlation_id, host, data, i)
+), summary AS (
+	INSERT INTO ` + s + `.streams AS st (stream, version, first_seq, last_seq, created, updated)
+	SELECT $1, taken.version + $3::bigint, taken.base + 1, taken.base + $3::bigint, $11::bigint, $12::bigint FROM taken
+	ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version, last_seq = EXCLUDED.last_seq, updated = EXCLUDED.updated
+)
+SELECT cur.version, taken.base FROM cur LEFT JOIN taken ON true`,
+
+		readAll:    `SELECT ` + eventColumns + ` FROM ` + s + `.events WHERE seq >= $1 ORDER BY seq LIMIT $2`,
+		readStream: `SELECT ` + eventColumns + ` FROM ` + s + `.events WHERE stream = $3 AND version >= $1 ORDER BY version LIMIT $2`,
+		readType:   `SELECT ` + eventColumns + ` FROM ` + s + `.events WHERE type = $3 AND seq >= $1 AND seq <= $4 ORDER BY seq LIMIT $2`,
+		streams:    `SELECT stream, version, first_seq, last_seq, created, updated FROM ` + s + `.streams WHERE first_seq > $1 ORDER BY first_seq LIMIT $2`,
+		lastSeq:    `SELECT last FROM ` + s + `.seq_counter`,
+		saveSnapshot: `INSERT INTO ` + s + `.snapshots AS sn (name, seq, data) VALUES ($1, $2, $3)
+	ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, data = EXCLUDED.data WHERE EXCLUDED.seq >= sn.seq`,
+		loadSnapshot: `SELECT seq, data FROM ` + s + `.snapshots WHERE name = $1`,
+
+		checkSeqs: `SELECT count(*), COALESCE(min(seq), 0), COALESCE(max(seq), 0), (SELECT last FROM ` + s + `.seq_counter) FROM ` + s + `.events`,
+		checkStreams: `SELECT COALESCE(st.stream, e.stream) FROM ` + s + `.streams st
+	FULL JOIN (SELECT stream, count(*) AS n, max(version) AS v, min(seq) AS f, max(seq) AS l FROM ` + s + `.events GROUP BY stream) e
+	ON e.stream = st.stream
+	WHERE e.n IS DISTINCT FROM st.version OR e.v IS DISTINCT FROM st.version
+		OR e.f IS DISTINCT FROM st.first_seq OR e.l IS DISTINCT FROM st.last_seq
+	ORDER BY 1 LIMIT 20`,
+	}
+}
