@@ -64,6 +64,10 @@ const (
 	CauseListChanged ListCause = "list-changed"
 	CauseRefresh     ListCause = "refresh"
 	CauseReconnect   ListCause = "reconnect"
+	// CauseCache: resources or prompts of a server still connecting,
+	// served at the startup gate from a list recorded earlier, as
+	// [CachedToolsServed] serves tools.
+	CauseCache ListCause = "cache"
 )
 
 // Outcome is what a startup gate decided for one server.

@@ -67,6 +67,9 @@ type ResourcesListed struct {
 	Count      int                   `json:"count"`
 	Duration   time.Duration         `json:"duration"`
 	Cause      ListCause             `json:"cause"`
+	// CacheAge is the age of the lists served from the cache (cause
+	// "cache").
+	CacheAge time.Duration `json:"cacheAge,omitempty"`
 }
 
 // PromptsListed is recorded when a server's prompts were listed (all
@@ -79,6 +82,9 @@ type PromptsListed struct {
 	Count      int           `json:"count"`
 	Duration   time.Duration `json:"duration"`
 	Cause      ListCause     `json:"cause"`
+	// CacheAge is the age of the list served from the cache (cause
+	// "cache").
+	CacheAge time.Duration `json:"cacheAge,omitempty"`
 }
 
 // ResourceUpdated is recorded when a server said a resource the session

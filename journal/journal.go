@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,14 +102,16 @@ type SharedDecoding interface {
 	ApplyDecoded(env events.Envelope, decode func() (events.Event, error))
 }
 
-// TypeFilter is a [Projection] that folds envelopes of one type only and
-// ignores every other. [Journal.Attach] then catches it up by reading that
-// type alone when the store can ([store.TypeReader]); once attached it is
-// given every envelope like any projection.
+// TypeFilter is a [Projection] that folds envelopes of a few types only
+// and ignores every other. [Journal.Attach] then catches it up by reading
+// those types alone, in sequence order, when the store can
+// ([store.TypeReader]); once attached it is given every envelope like any
+// projection.
 type TypeFilter interface {
 	Projection
-	// EventType is the type string of the envelopes the projection uses.
-	EventType() string
+	// EventTypes are the type strings of the envelopes the projection
+	// uses.
+	EventTypes() []string
 }
 
 // Checkpointer is a [Projection] that can be saved to and restored from a
@@ -529,10 +533,11 @@ func (j *Journal) Detach(p Projection) {
 }
 
 // catchUpOne applies to a newly attached projection every stored envelope
-// from a.next on. A projection that folds one event type ([TypeFilter]) on
-// a store that reads by type ([store.TypeReader]) is given only the
-// envelopes of that type up to the store's last sequence, so its catch-up
-// does not grow with the rest of the history. Requires j.mu.
+// from a.next on. A projection that folds a few event types ([TypeFilter])
+// on a store that reads by type ([store.TypeReader]) is given only the
+// envelopes of those types up to the store's last sequence, merged in
+// sequence order, so its catch-up does not grow with the rest of the
+// history. Requires j.mu.
 func (j *Journal) catchUpOne(ctx context.Context, a *attached) error {
 	tf, ok := a.p.(TypeFilter)
 	tr, ok2 := j.st.(store.TypeReader)
@@ -550,7 +555,11 @@ func (j *Journal) catchUpOne(ctx context.Context, a *attached) error {
 	if err != nil {
 		return err
 	}
-	for env, err := range tr.ReadType(ctx, tf.EventType(), a.next, last) {
+	var reads []iter.Seq2[events.Envelope, error]
+	for _, typ := range slices.Compact(slices.Sorted(slices.Values(tf.EventTypes()))) {
+		reads = append(reads, tr.ReadType(ctx, typ, a.next, last))
+	}
+	for env, err := range mergeBySeq(reads) {
 		if err != nil {
 			return err
 		}
@@ -558,6 +567,57 @@ func (j *Journal) catchUpOne(ctx context.Context, a *attached) error {
 	}
 	a.next = max(a.next, last+1)
 	return nil
+}
+
+// mergeBySeq yields the envelopes of several reads, each in sequence
+// order, as one sequence in that order.
+func mergeBySeq(reads []iter.Seq2[events.Envelope, error]) iter.Seq2[events.Envelope, error] {
+	if len(reads) == 1 {
+		return reads[0]
+	}
+	return func(yield func(events.Envelope, error) bool) {
+		type head struct {
+			next func() (events.Envelope, error, bool)
+			env  events.Envelope
+		}
+		var heads []*head
+		for _, r := range reads {
+			next, stop := iter.Pull2(r)
+			defer stop()
+			h := &head{next: next}
+			env, err, ok := next()
+			if err != nil {
+				yield(events.Envelope{}, err)
+				return
+			}
+			if ok {
+				h.env = env
+				heads = append(heads, h)
+			}
+		}
+		for len(heads) > 0 {
+			i := 0
+			for k, h := range heads {
+				if h.env.Seq < heads[i].env.Seq {
+					i = k
+				}
+			}
+			h := heads[i]
+			if !yield(h.env, nil) {
+				return
+			}
+			env, err, ok := h.next()
+			switch {
+			case err != nil:
+				yield(events.Envelope{}, err)
+				return
+			case ok:
+				h.env = env
+			default:
+				heads = slices.Delete(heads, i, i+1)
+			}
+		}
+	}
 }
 
 // maybeCheckpoint stores a's checkpoint when it lags by checkpointEvery

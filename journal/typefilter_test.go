@@ -25,8 +25,8 @@ func (w *wanted) Apply(env events.Envelope) {
 	w.last = max(w.last, env.Seq)
 	w.applied++
 }
-func (w *wanted) LastSeq() uint64   { return w.last }
-func (w *wanted) EventType() string { return events.TypeToolsListed }
+func (w *wanted) LastSeq() uint64      { return w.last }
+func (w *wanted) EventTypes() []string { return []string{events.TypeToolsListed} }
 
 // A projection that folds one event type is caught up at Attach by
 // reading that type alone, and afterwards is given every envelope, its
@@ -83,5 +83,61 @@ func TestAttachReadsOnlyTheFilteredType(t *testing.T) {
 	}
 	if w.last != own[0].Seq {
 		t.Errorf("LastSeq = %d, want %d", w.last, own[0].Seq)
+	}
+}
+
+// several is a projection of two event types.
+type several struct{ wanted }
+
+func (w *several) Apply(env events.Envelope) {
+	if env.Type == events.TypeToolsListed || env.Type == events.TypePromptsListed {
+		w.seqs = append(w.seqs, env.Seq)
+	}
+	w.last = max(w.last, env.Seq)
+	w.applied++
+}
+func (w *several) EventTypes() []string {
+	return []string{events.TypePromptsListed, events.TypeToolsListed, events.TypePromptsListed}
+}
+
+// A projection of several types is caught up with those types alone,
+// merged in sequence order, each envelope once.
+func TestAttachMergesFilteredTypesInOrder(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New()
+	defer st.Close()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var want []uint64
+	for i := range 90 {
+		var e events.Event
+		switch i % 3 {
+		case 0:
+			e = &events.ToolsListed{Server: "s", Tools: []events.ToolDef{}}
+		case 1:
+			e = &events.ToolCallFinished{Server: "s", Tool: "echo"}
+		default:
+			e = &events.PromptsListed{Server: "s", Prompts: []events.PromptDef{}}
+		}
+		if i%7 == 0 { // runs of one type, so the merge switches unevenly
+			e = &events.PromptsListed{Server: "s", Prompts: []events.PromptDef{}}
+		}
+		envs, err := j.Append(ctx, "history", e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type() != events.TypeToolCallFinished {
+			want = append(want, envs[0].Seq)
+		}
+	}
+	w := &several{}
+	if err := j.Attach(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.seqs, want) || w.applied != len(want) {
+		t.Fatalf("attach applied %d envelopes, seqs %v; want %v", w.applied, w.seqs, want)
 	}
 }

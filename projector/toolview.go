@@ -25,6 +25,9 @@ const (
 	// StatusFailed: reconnecting gave up (the crash-loop breaker); an
 	// explicit connect, a reload or a config change tries again.
 	StatusFailed Status = "failed"
+	// StatusNeedsAuth: the server answered its connect with 401 and no
+	// stored token could satisfy it (AuthRequired); a login connects it.
+	StatusNeedsAuth Status = "needs-auth"
 )
 
 // ServerState is one server as a session sees it.
@@ -162,6 +165,9 @@ type serverEntry struct {
 	// until the server is connected again or given up: a failed attempt
 	// then keeps the tools.
 	reconnecting bool
+	// liveResources and livePrompts are set once the server listed them
+	// itself: lists served from the cache no longer replace them.
+	liveResources, livePrompts bool
 }
 
 // NewToolView returns an empty view of session. Apply folds in only
@@ -227,7 +233,7 @@ var ViewTypes = []string{
 	events.TypeServerInvalid, events.TypeConnectStarted, events.TypeServerConnected,
 	events.TypeConnectFailed, events.TypeToolsListed, events.TypeToolsListFailed,
 	events.TypeCachedToolsServed, events.TypeDisconnected, events.TypeToolsActivated,
-	events.TypeReconnectScheduled, events.TypeReconnectGaveUp,
+	events.TypeReconnectScheduled, events.TypeReconnectGaveUp, events.TypeAuthRequired,
 	events.TypeResourcesListed, events.TypePromptsListed,
 }
 
@@ -307,12 +313,14 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s.hasLive = true
 		v.unloadMissing(s)
 	case *events.ResourcesListed:
-		if s, ok := v.servers[e.Server]; ok && s.state.Status == StatusConnected && !v.lean {
+		// A deferred server's cached lists (cause cache) are shown while
+		// it connects, until it lists its own.
+		if s, ok := v.servers[e.Server]; ok && !v.lean && v.takesSurface(s, e.Cause, &s.liveResources) {
 			s.state.Resources, s.state.Templates = e.Resources, e.Templates
 			v.changed = true
 		}
 	case *events.PromptsListed:
-		if s, ok := v.servers[e.Server]; ok && s.state.Status == StatusConnected && !v.lean {
+		if s, ok := v.servers[e.Server]; ok && !v.lean && v.takesSurface(s, e.Cause, &s.livePrompts) {
 			s.state.Prompts = e.Prompts
 			v.changed = true
 		}
@@ -348,6 +356,8 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		s := v.server(e.Server)
 		s.state.Error = e.LastError
 		v.end(s, StatusFailed)
+	case *events.AuthRequired:
+		v.end(v.server(e.Server), StatusNeedsAuth)
 	case *events.SessionClosed:
 		for _, s := range v.servers {
 			v.end(s, StatusDisconnected)
@@ -379,6 +389,22 @@ func (v *ToolView) end(s *serverEntry, status Status) {
 		v.changed = true
 	}
 	s.state.Resources, s.state.Templates, s.state.Prompts = nil, nil, nil
+	s.liveResources, s.livePrompts = false, false
+}
+
+// takesSurface reports whether a resource or prompt list of cause applies
+// to s, whose own list of that kind arrived when *listed is set: a live
+// list while s is connected, and marks it; one served from the cache
+// while s is connecting or connected without a live list of its own.
+func (v *ToolView) takesSurface(s *serverEntry, cause events.ListCause, listed *bool) bool {
+	if cause == events.CauseCache {
+		return s.live() && !*listed
+	}
+	if s.state.Status != StatusConnected {
+		return false
+	}
+	*listed = true
+	return true
 }
 
 // live reports whether s is connecting or connected: a list arriving for
