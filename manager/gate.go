@@ -148,6 +148,7 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 		if tools, age, ok := m.cache.Lookup(name, s.hash, m.now()); ok {
 			outcomes[name] = events.OutcomeDeferred
 			served = append(served, &events.CachedToolsServed{Server: name, ConfigHash: s.hash, Tools: tools, Count: len(tools), CacheAge: age})
+			served = append(served, m.cachedSurface(s)...)
 			deferred = append(deferred, s)
 			continue
 		}
@@ -184,6 +185,14 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	for _, s := range deferred {
 		s.deferred = true
 	}
+	for _, ev := range served {
+		switch ev := ev.(type) {
+		case *events.ResourcesListed:
+			r.servers[ev.Server].cachedResources = true
+		case *events.PromptsListed:
+			r.servers[ev.Server].cachedPrompts = true
+		}
+	}
 	m.mu.Unlock()
 	m.emit(append(served, &events.StartupGateElapsed{Round: r.id, Gate: g.Gate, Elapsed: g.Elapsed, Outcomes: outcomes})...)
 	return g, ctxErr
@@ -206,4 +215,21 @@ func (m *Manager) allPendingCached(r *round, names []string) bool {
 		}
 	}
 	return true
+}
+
+// cachedSurface returns the resource and prompt lists the cache holds for
+// the deferred server s, recorded with cause cache so the session shows
+// them while s connects, until s lists its own.
+func (m *Manager) cachedSurface(s *server) []events.Event {
+	var out []events.Event
+	now := m.now()
+	if res, tpl, age, ok := m.cache.LookupResources(s.name, s.hash, now); ok {
+		out = append(out, &events.ResourcesListed{Server: s.name, ConfigHash: s.hash, Resources: res, Templates: tpl,
+			Hash: events.HashList([]any{res, tpl}), Count: len(res), Cause: events.CauseCache, CacheAge: age})
+	}
+	if prompts, age, ok := m.cache.LookupPrompts(s.name, s.hash, now); ok {
+		out = append(out, &events.PromptsListed{Server: s.name, ConfigHash: s.hash, Prompts: prompts,
+			Hash: events.HashList(prompts), Count: len(prompts), Cause: events.CauseCache, CacheAge: age})
+	}
+	return out
 }

@@ -38,6 +38,10 @@ type server struct {
 	conn        *liveConn // (m.mu) set once initialize finished
 	connectedAt time.Time // (m.mu) when conn was set
 	deferred    bool      // (m.mu) CachedToolsServed recorded, no live list yet
+	// cachedResources and cachedPrompts: (m.mu) lists of that kind were
+	// served from the cache at the gate, so the server's own listing must
+	// replace them even when it has none.
+	cachedResources, cachedPrompts bool
 	closing     bool      // (m.mu) teardown started
 	// unresponsive: the health check closed the connection (m.mu).
 	unresponsive bool

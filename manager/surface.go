@@ -25,10 +25,12 @@ import (
 func (m *Manager) surfaceLists(s *server, lc *liveConn) {
 	caps := lc.cs.InitializeResult()
 	if caps == nil || caps.Capabilities == nil {
+		m.replaceCachedSurface(s, lc, false, false)
 		close(lc.surfaceReady)
 		return
 	}
 	hasResources, hasPrompts := caps.Capabilities.Resources != nil, caps.Capabilities.Prompts != nil
+	m.replaceCachedSurface(s, lc, hasResources, hasPrompts)
 	if !hasResources && !hasPrompts {
 		close(lc.surfaceReady)
 		return
@@ -63,6 +65,24 @@ func (m *Manager) surfaceLists(s *server, lc *liveConn) {
 			}
 			lastPrompts = m.listPrompts(s, lc, events.CauseListChanged, lastPrompts)
 		}
+	}
+}
+
+// replaceCachedSurface records empty lists for the kinds served to s from
+// the cache at the gate that s does not advertise now, so the session no
+// longer shows them.
+func (m *Manager) replaceCachedSurface(s *server, lc *liveConn, hasResources, hasPrompts bool) {
+	m.mu.Lock()
+	resources, prompts := s.cachedResources && !hasResources, s.cachedPrompts && !hasPrompts
+	s.cachedResources, s.cachedPrompts = false, false
+	m.mu.Unlock()
+	if resources {
+		m.emitSurface(s, lc, &events.ResourcesListed{Server: s.name, ConfigHash: s.hash, Resources: []events.ResourceDef{},
+			Hash: events.HashList([]any{[]events.ResourceDef{}, []events.ResourceTemplateDef(nil)}), Cause: events.CauseInitial})
+	}
+	if prompts {
+		m.emitSurface(s, lc, &events.PromptsListed{Server: s.name, ConfigHash: s.hash, Prompts: []events.PromptDef{},
+			Hash: events.HashList([]events.PromptDef{}), Cause: events.CauseInitial})
 	}
 }
 
