@@ -48,7 +48,11 @@ type appendRequest struct {
 func (db *DB) appendGroup(ctx context.Context, rs []*appendRequest) {
 	db.qmu.Lock()
 	db.queue = append(db.queue, rs...)
+	queued := len(db.queue)
 	db.qmu.Unlock()
+	if db.testHookQueued != nil {
+		db.testHookQueued(queued)
+	}
 	// The requests are closed in queue order by the leader that took them,
 	// so the last one's done means all are.
 	last := rs[len(rs)-1]

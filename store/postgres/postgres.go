@@ -153,9 +153,11 @@ type DB struct {
 
 	groupTxs atomic.Int64 // group transactions written, for tests
 
-	// testHookBeforeSend, set by tests before the first Append, runs in
-	// each group transaction before its statements are sent, with the
+	// Test hooks, set before the first Append: testHookQueued gets the
+	// queue's length after each Append joins it; testHookBeforeSend runs
+	// in each group transaction before its statements are sent, with the
 	// connection they will be sent on.
+	testHookQueued     func(queued int)
 	testHookBeforeSend func(conn *pgx.Conn)
 
 	// mu guards closed. Every operation holds it for reading while it uses
