@@ -26,7 +26,13 @@
 // events (one events.Describe line per event, correlation ids renamed c1,
 // c2… by first appearance, temporary paths, the fixture binary and ports
 // replaced), results (each step and what it returned), view (the manager's
-// servers and tools when the script ended) and log (warnings, sorted).
+// servers, with their resources, templates and prompts when they have
+// any, and tools when the script ended) and log (warnings, sorted).
+//
+// A server lists its resources and prompts after its first tool list,
+// while the startup gate may be deciding; a scenario about them holds the
+// lists with the fixture's block-surface-until gate until the connect has
+// returned, so they are recorded after the gate's outcome.
 //
 // # Determinism
 //
@@ -56,6 +62,8 @@
 //	call TOOL [JSON]        call an exposed tool ("@gate" strings become gate paths);
 //	                        a tool exposed earlier can be called after it disappeared
 //	release GATE...         release fixture gates
+//	subscribe SERVER URI    Manager.SubscribeResource
+//	read SERVER URI         Manager.ReadResource, one line per item of the contents
 //	reached GATE [N]        wait until servers reached the gate N times (default 1)
 //	wait TYPE [SERVER] [#N] wait for the first such event after the latest action
 //	                        step began, or for the N-th of the session

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/manager"
@@ -110,6 +111,7 @@ func (r *runner) viewLines() []string {
 			names[i] = d.Name
 		}
 		line := fmt.Sprintf("server %s status=%s attempt=%d deferred=%t tools=[%s]", s.Name, s.Status, s.Attempt, s.Deferred, strings.Join(names, " "))
+		line += surfaceView(s)
 		if s.DisconnectReason != "" {
 			line += " disconnect=" + string(s.DisconnectReason)
 		}
@@ -119,6 +121,31 @@ func (r *runner) viewLines() []string {
 		out = append(out, r.norm.text(line))
 	}
 	out = append(out, r.toolLines()...)
+	return out
+}
+
+// surfaceView describes the resources, templates and prompts of a server
+// in the view, for a server that has any.
+func surfaceView(s projector.ServerState) string {
+	var out string
+	list := func(key string, items []string) {
+		if len(items) > 0 {
+			out += fmt.Sprintf(" %s=[%s]", key, strings.Join(items, " "))
+		}
+	}
+	var uris, templates, prompts []string
+	for _, r := range s.Resources {
+		uris = append(uris, r.URI)
+	}
+	for _, t := range s.Templates {
+		templates = append(templates, t.URITemplate)
+	}
+	for _, p := range s.Prompts {
+		prompts = append(prompts, p.Name)
+	}
+	list("resources", uris)
+	list("templates", templates)
+	list("prompts", prompts)
 	return out
 }
 
@@ -179,6 +206,18 @@ func formatCall(res *manager.CallResult) string {
 		s += " structured=" + string(res.StructuredContent)
 	}
 	return s
+}
+
+// formatRead describes a resources/read result, one line per item.
+func formatRead(res *mcp.ReadResourceResult) []string {
+	var out []string
+	for _, c := range res.Contents {
+		out = append(out, fmt.Sprintf("uri=%s mimeType=%s text=%q blob=%d", c.URI, c.MIMEType, c.Text, len(c.Blob)))
+	}
+	if len(out) == 0 {
+		out = append(out, "no contents")
+	}
+	return out
 }
 
 func errText(err error) string {

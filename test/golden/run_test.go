@@ -479,6 +479,20 @@ func (r *runner) act(s step) ([]string, error) {
 			r.gateNamed(name).Release()
 		}
 		return nil, nil
+	case "subscribe":
+		if len(s.Args) != 2 {
+			return nil, errors.New("want subscribe SERVER URI")
+		}
+		return []string{errText(r.m.SubscribeResource(ctx, s.Args[0], s.Args[1]))}, nil
+	case "read":
+		if len(s.Args) != 2 {
+			return nil, errors.New("want read SERVER URI")
+		}
+		res, err := r.m.ReadResource(ctx, s.Args[0], s.Args[1])
+		if err != nil {
+			return []string{"error: " + err.Error()}, nil
+		}
+		return formatRead(res), nil
 	case "reached":
 		if len(s.Args) < 1 || len(s.Args) > 2 {
 			return nil, errors.New("want reached GATE [N]")

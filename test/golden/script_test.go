@@ -129,6 +129,8 @@ var stepVerbs = map[string]bool{
 	"disconnect-all": true,
 	"call":           true,
 	"release":        true,
+	"subscribe":      true,
+	"read":           true,
 	"async":          true,
 	"reached":        false,
 	"wait":           false,
