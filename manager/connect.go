@@ -101,6 +101,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 			found[name] = d
 		}
 		m.rearm(name) // an explicit connect gives the breaker a fresh start
+		m.forgetNeedsAuth(name)
 		starting = append(starting, m.newServer(cfg, hash))
 	}
 	var r *round
@@ -247,8 +248,8 @@ func (m *Manager) run(s *server) {
 		begin = m.now()
 		lc, err = m.connect(s)
 		m.yield("run.connected", s.name)
-		if err == nil || s.retry == nil || s.ctx.Err() != nil {
-			break
+		if _, auth := needsAuthOf(err); err == nil || s.retry == nil || s.ctx.Err() != nil || auth {
+			break // a server that needs a login waits for it, not for a retry
 		}
 		if !m.retryAfterFailure(s, err, m.now().Sub(begin), errors.Is(err, ErrTimeout)) {
 			m.endRecord(s, err, !m.claim(s))
@@ -261,6 +262,9 @@ func (m *Manager) run(s *server) {
 		if !tornDown {
 			late := r.enter(s.name)
 			m.emitDeferred("", &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
+			if ne, ok := needsAuthOf(err); ok {
+				m.markNeedsAuth(s, ne)
+			}
 			r.settle(s.name, err)
 			r.leave()
 			if late {
@@ -374,6 +378,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		err = events.CheckURL(res.cfg.URL) // its references are expanded only now
 	}
 	if err == nil {
+		res.oauth = m.oauthHandler(s, res.cfg)
 		t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)
 	}
 	if err != nil {
@@ -447,6 +452,9 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 // names the server, carries the exit status and the stderr tail of a
 // stdio server, and holds no secret.
 func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err error) error {
+	if ne, ok := needsAuthOf(err); ok {
+		return needsAuthError(s.name, ne, err)
+	}
 	if errors.Is(err, ErrTimeout) {
 		if p != nil {
 			if tail := p.StderrTail(); tail != "" {

@@ -16,7 +16,8 @@ type GateOutcome struct {
 	Gate    time.Duration
 	Elapsed time.Duration
 	// Outcomes maps each server the round connected to one of the
-	// events.Outcome constants: ready, failed, deferred or awaited.
+	// events.Outcome constants: ready, failed, deferred, awaited or
+	// needs-auth.
 	Outcomes map[string]events.Outcome
 }
 
@@ -138,10 +139,7 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	r.snap = true
 	for _, name := range names {
 		if err, ok := r.result(name); ok {
-			outcomes[name] = events.OutcomeReady
-			if err != nil {
-				outcomes[name] = events.OutcomeFailed
-			}
+			outcomes[name] = outcomeOf(err)
 			continue
 		}
 		s := r.servers[name]
@@ -173,7 +171,7 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	for _, name := range names {
 		if outcomes[name] == events.OutcomeAwaited {
 			if err, ok := r.result(name); ok && err != nil {
-				outcomes[name] = events.OutcomeFailed
+				outcomes[name] = outcomeOf(err)
 			}
 		}
 	}
@@ -196,6 +194,18 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 	m.mu.Unlock()
 	m.emit(append(served, &events.StartupGateElapsed{Round: r.id, Gate: g.Gate, Elapsed: g.Elapsed, Outcomes: outcomes})...)
 	return g, ctxErr
+}
+
+// outcomeOf returns the gate outcome of a server that settled with err:
+// ready, failed, or needs-auth for a server waiting for an OAuth login.
+func outcomeOf(err error) events.Outcome {
+	switch _, auth := needsAuthOf(err); {
+	case err == nil:
+		return events.OutcomeReady
+	case auth:
+		return events.OutcomeNeedsAuth
+	}
+	return events.OutcomeFailed
 }
 
 // allPendingCached reports, with Options.EagerCache, whether every server

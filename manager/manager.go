@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/oauth"
 	"github.com/mcplife/mcplife/projector"
 )
 
@@ -118,6 +119,16 @@ type Options struct {
 	// reports of a resource the session subscribed to (after it is
 	// recorded as ResourceUpdated). It must not block.
 	OnResourceUpdated func(server, uri string)
+	// OAuth authorizes remote servers that require OAuth (tokens, refresh,
+	// client credentials); nil means one on the default token store
+	// ($XDG_CONFIG_HOME/mcplife/oauth.json). Connecting never opens a
+	// browser: a server that needs a login gets status needs-auth until
+	// [Manager.Login].
+	OAuth *oauth.Authorizer
+	// InteractiveAuth lets a call that meets 403 insufficient_scope run
+	// the browser login for the extra scopes (a step-up) instead of
+	// failing with the login command. Off by default.
+	InteractiveAuth bool
 	// Reconnect says how a server that dropped comes back (the zero value
 	// is the default policy; see [ReconnectPolicy]).
 	Reconnect ReconnectPolicy
@@ -214,6 +225,8 @@ type Manager struct {
 
 	reconnect ReconnectPolicy // opts.Reconnect with defaults
 	scanner   procScanner     // descendants of stdio servers, one /proc pass for many
+
+	auth authState // OAuth: the authorizer and the servers waiting for a login
 }
 
 // New returns a manager that records session's lifecycle in j. The
@@ -312,6 +325,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		reconnect:  o.Reconnect.withDefaults(),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.setUpAuth()
 	ctx := context.Background()
 	if m.cache == nil {
 		m.cache, m.ownCache = projector.NewToolCache(), true

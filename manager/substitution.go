@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/mcplife/mcplife/events"
 )
 
@@ -65,6 +67,8 @@ type resolved struct {
 	cfg     events.ServerConfig
 	env     map[string]string
 	headers map[string]string
+	// oauth is the OAuth handler of a streamable HTTP connect (nil: none).
+	oauth auth.OAuthHandler
 	// scrub replaces every resolved value, every configured value and
 	// every credential-like value of the inherited environment inside a
 	// text with [events.Redacted].
@@ -111,6 +115,26 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 		c.Command, c.URL, c.Cwd = expand(c.Command), expand(c.URL), expand(c.Cwd)
 		for i, a := range c.Args {
 			c.Args[i] = expand(a)
+		}
+		if o := c.OAuth; o != nil {
+			o.ClientID = expand(o.ClientID)
+		}
+	}
+	if o := res.cfg.OAuth; o != nil {
+		// The client secret and key are resolved like header values.
+		for _, p := range []*string{&o.ClientSecret, &o.PrivateKey} {
+			if *p == "" {
+				continue
+			}
+			secrets = append(secrets, *p)
+			v, err := r.Resolve(ctx, *p)
+			if err != nil {
+				log.Warn("MCP config value omitted", "server", server, "oauth", "secret", "err", events.RedactText(err.Error()))
+				*p = ""
+				continue
+			}
+			secrets = append(secrets, v)
+			*p = v
 		}
 	}
 	res.scrub = newScrubber(secrets)

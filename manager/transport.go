@@ -46,7 +46,7 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir}, nil
 	case events.TransportHTTP:
 		client, pool := httpClient(name, cfg.URL, res.headers, false)
-		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries}, pool: pool}, nil
+		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries, OAuthHandler: res.oauth}, pool: pool}, nil
 	case events.TransportSSE:
 		client, pool := httpClient(name, cfg.URL, res.headers, true)
 		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool}, nil

@@ -1,0 +1,159 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/oauth"
+)
+
+// ErrNeedsAuth: the server needs an OAuth login before it can connect
+// (or before a call needing more scopes can go through). Errors of such
+// servers wrap it and an [*oauth.NeedsAuthError], which names the login
+// command, the issuer and the scopes.
+var ErrNeedsAuth = errors.New("MCP server needs authorization")
+
+// authState holds what the manager knows about OAuth beside the
+// projection: the servers waiting for a login, with their configs.
+type authState struct {
+	mu      sync.Mutex
+	waiting map[string]events.ServerConfig // server → config, unresolved
+	// a authorizes remote servers; nil when none could be set up.
+	a *oauth.Authorizer
+}
+
+// setUpAuth fills m.auth from the options: the given authorizer, else
+// one on the default token store (none when there is no home directory).
+func (m *Manager) setUpAuth() {
+	m.auth.waiting = map[string]events.ServerConfig{}
+	if m.opts.OAuth != nil {
+		m.auth.a = m.opts.OAuth
+		return
+	}
+	a, err := oauth.New(&oauth.Options{Log: m.log, ClientName: m.opts.ClientName, ClientVersion: m.opts.ClientVersion, ProtocolVersion: m.opts.ProtocolVersion})
+	if err != nil {
+		m.log.Warn("OAuth unavailable: no token store", "err", err)
+		return
+	}
+	m.auth.a = a
+}
+
+// oauthHandler returns the OAuth handler of one connect of s to the
+// resolved cfg: it sends the stored token, refreshes it and runs the
+// client-credentials grant; a 401 it cannot answer fails the connect
+// with an [*oauth.NeedsAuthError]. Step-ups open the browser only with
+// [Options.InteractiveAuth].
+func (m *Manager) oauthHandler(s *server, cfg events.ServerConfig) auth.OAuthHandler {
+	if m.auth.a == nil || cfg.Transport() != events.TransportHTTP {
+		return nil
+	}
+	return m.auth.a.Handler(s.name, cfg, &oauth.HandlerOptions{
+		Interactive: m.opts.InteractiveAuth,
+		Authorized: func(r oauth.Result) {
+			m.emitDeferred("", &events.AuthCompleted{Server: s.name, Issuer: r.Issuer, Scopes: r.Scopes, ExpiresAt: r.ExpiresAt, Grant: r.Grant})
+		},
+		Failed: func(err error) {
+			m.emitDeferred("", &events.AuthFailed{Server: s.name, Error: err.Error()})
+		},
+	})
+}
+
+// needsAuthOf returns the [*oauth.NeedsAuthError] err wraps, if any.
+func needsAuthOf(err error) (*oauth.NeedsAuthError, bool) {
+	return errors.AsType[*oauth.NeedsAuthError](err)
+}
+
+// needsAuthError wraps a connect's needs-auth failure as the server's
+// error: the handler's message (which names the login command) and
+// [ErrNeedsAuth].
+func needsAuthError(name string, ne *oauth.NeedsAuthError, cause error) error {
+	return &ServerError{Server: name, Op: OpConnect, Err: &scrubbedError{msg: ne.Error(), cause: errors.Join(ErrNeedsAuth, cause)}}
+}
+
+// markNeedsAuth remembers that s waits for a login and records
+// AuthRequired. The record follows the ConnectFailed of the attempt, so
+// the server's status ends as needs-auth.
+func (m *Manager) markNeedsAuth(s *server, ne *oauth.NeedsAuthError) {
+	m.auth.mu.Lock()
+	m.auth.waiting[s.name] = s.cfg.Clone()
+	m.auth.mu.Unlock()
+	m.emitDeferred("", &events.AuthRequired{Server: s.name, Issuer: ne.Issuer, Scopes: slices.Clone(ne.Scopes), Login: ne.Login})
+}
+
+// NeedsAuth returns the servers whose last connect ended for want of an
+// OAuth login, sorted.
+func (m *Manager) NeedsAuth() []string {
+	m.auth.mu.Lock()
+	defer m.auth.mu.Unlock()
+	out := make([]string, 0, len(m.auth.waiting))
+	for name := range m.auth.waiting {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Login runs the OAuth login of the named server (the browser flow, or
+// the client-credentials grant its config names), records AuthCompleted
+// or AuthFailed, and then connects the server if it was waiting for the
+// login ([Manager.NeedsAuth]). The server must be one the manager knows:
+// waiting for a login, or connected or connecting. It returns the
+// login's result; the connect's outcome is in the events and the view
+// like any connect's. Errors hold no secret. This is the only manager
+// call that opens a browser.
+func (m *Manager) Login(ctx context.Context, name string) (*oauth.Result, error) {
+	if m.auth.a == nil {
+		return nil, fmt.Errorf("manager: login %s: OAuth unavailable (no token store)", name)
+	}
+	m.auth.mu.Lock()
+	cfg, waiting := m.auth.waiting[name]
+	m.auth.mu.Unlock()
+	if !waiting {
+		m.mu.Lock()
+		s := m.servers[name]
+		if s != nil {
+			cfg = s.cfg.Clone()
+		}
+		m.mu.Unlock()
+		if s == nil {
+			return nil, &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrUnknownServer, name)}
+		}
+	}
+	if cfg.Transport() != events.TransportHTTP {
+		return nil, &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("MCP server %q: OAuth login needs a streamable HTTP server", name)}
+	}
+	res := resolveConfig(ctx, name, cfg, m.opts.Resolver, m.log)
+	r, err := m.auth.a.Login(ctx, name, res.cfg, res.headers)
+	if errors.Is(err, oauth.ErrNotRequired) {
+		r, err = nil, nil
+	} else if err != nil {
+		err = &scrubbedError{msg: res.scrubText(err.Error()), cause: err}
+		m.emit(&events.AuthFailed{Server: name, Error: err.Error()})
+		return nil, &ServerError{Server: name, Op: OpConnect, Err: err}
+	} else {
+		m.emit(&events.AuthCompleted{Server: name, Issuer: r.Issuer, Scopes: r.Scopes, ExpiresAt: r.ExpiresAt, Grant: r.Grant})
+	}
+	if waiting {
+		m.auth.mu.Lock()
+		delete(m.auth.waiting, name)
+		m.auth.mu.Unlock()
+		if _, cerr := m.ConnectServers(ctx, []events.ServerConfig{cfg}, nil); cerr != nil {
+			return r, cerr
+		}
+	}
+	return r, err
+}
+
+// forgetNeedsAuth drops name from the servers waiting for a login: a new
+// connect of it is under way.
+func (m *Manager) forgetNeedsAuth(name string) {
+	m.auth.mu.Lock()
+	delete(m.auth.waiting, name)
+	m.auth.mu.Unlock()
+}
