@@ -46,6 +46,7 @@ func mapNative(f fields, e *entry) {
 	c.DisabledTools = f.strs("disabledTools")
 	c.ProtocolVersion = f.str("protocolVersion")
 	c.AlwaysLoad = alwaysLoad(f)
+	c.OAuth = mapOAuth(f, nativeOAuth)
 	switch p := f.str("envPolicy"); p {
 	case "", "names":
 	case "literal":
@@ -62,6 +63,7 @@ func mapClaudeCode(f fields, e *entry) {
 	mapCommon(f, e)
 	e.cfg.TimeoutMs = f.millis("timeout", 1)
 	e.cfg.AlwaysLoad = alwaysLoad(f)
+	e.cfg.OAuth = mapOAuth(f, claudeOAuth)
 }
 
 // alwaysLoad reads the per-server "alwaysLoad" boolean. Of the formats
@@ -149,6 +151,7 @@ func mapGemini(f fields, e *entry) {
 	}
 	c.EnabledTools = f.strs("includeTools")
 	c.DisabledTools = f.strs("excludeTools")
+	c.OAuth = mapOAuth(f, geminiOAuth)
 }
 
 // mapOpenCode reads OpenCode's `mcp` entries: type local (command is an
@@ -187,6 +190,7 @@ func mapOpenCode(f fields, e *entry) {
 	c.Headers = f.strMap("headers")
 	c.Enabled = f.boolean("enabled")
 	c.TimeoutMs = f.millis("timeout", 1)
+	c.OAuth = mapOAuth(f, openCodeOAuth)
 }
 
 // mapCrush reads Crush's `mcp` entries: timeout is in seconds; disabled and
