@@ -82,6 +82,7 @@ func commands() []command {
 		{name: "search", summary: "search QUERY [--server S] [--limit N]: rank the tools of the discovered servers", run: runSearch},
 		{name: "inspect", summary: "inspect SESSION --at TIME|--seq N: servers and tools at that point", run: runInspect},
 		{name: "verify", summary: "verify [SESSION|--all]: check the lifecycle ordering invariants", run: runVerify},
+		{name: "auth", summary: "auth login SERVER | status [--json] | logout SERVER: OAuth tokens of remote servers", run: runAuth},
 		{name: "timeline", summary: "timeline SESSION -o FILE.svg|.html: waterfall of the startup", run: runTimeline},
 		{name: fixtureCommand, hidden: true, run: runFixture},
 	}

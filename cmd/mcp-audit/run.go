@@ -111,6 +111,7 @@ type runOptions struct {
 	read   string
 	prompt string
 	pargs  string
+	login  bool
 }
 
 func runRun(ctx context.Context, g *globals, args []string) error {
@@ -127,6 +128,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.StringVar(&o.prompt, "prompt", "", "with --once: get one prompt, `SERVER/NAME`")
 	fs.StringVar(&o.pargs, "prompt-args", "{}", "JSON object of string arguments for --prompt")
 	fs.StringVar(&o.elicit, "elicit", "decline", "answer servers' requests for user input: `decline` or accept-defaults (the form's default values); run never samples")
+	fs.BoolVar(&o.login, "login", false, "run the OAuth browser login for servers that need it, and for step-ups (without it, run never opens a browser)")
 	fs.BoolVar(&o.watch, "watch-config", true, "while running (not with --once), apply edits of the config files: connect added and changed servers, disconnect removed ones")
 	fs.IntVar(&o.budget, "tool-budget", defaultToolBudget, "tool budget in estimated `TOKENS` of the exposed tool definitions; over it, tools wait behind a search tool (0: off)")
 	pos, err := parseInterleaved(fs, args)
@@ -195,9 +197,14 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	// Before any server starts, and stopped after the teardown (defers
 	// run last to first).
 	defer adoptOrphans(ctx, g)()
+	authz, err := newAuthorizer(g)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	s, err := session.Start(ctx, j, &session.Options{
-		Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit}, Logger: logger, ToolBudget: o.budget,
+		Cwd: lopts.Cwd, Loader: lopts, Logger: logger, ToolBudget: o.budget,
+		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login},
 		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {
@@ -206,6 +213,9 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	// Teardown is ours: a Ctrl-C still disconnects every server.
 	defer s.Close(context.WithoutCancel(ctx))
 	res := s.LoadResult()
+	if o.login {
+		loginWaiting(ctx, g, s)
+	}
 	tableLines := 0
 	if !g.json {
 		fmt.Fprintf(g.stdout, "session %s  (store %s)\n", s.ID(), mustPath(g))
