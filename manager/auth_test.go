@@ -1,0 +1,103 @@
+package manager
+
+import (
+	"bytes"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture/oauthfixture"
+	"github.com/mcplife/mcplife/oauth"
+	"github.com/mcplife/mcplife/projector"
+)
+
+// TestNeedsAuthThenLogin: a server behind OAuth without a token records
+// AuthRequired (issuer and scopes from its metadata, RFC 9728 and RFC
+// 8414), gets status and gate outcome needs-auth, and holds nobody up:
+// the other server connects. Login (authorization code with PKCE and
+// dynamic registration) records AuthCompleted and connects it; its tools
+// work. A call that needs a scope the token lacks fails naming the login
+// command. No token, code or secret reaches an event or a log.
+func TestNeedsAuthThenLogin(t *testing.T) {
+	fx, err := oauthfixture.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fx.Close() }) // after the manager closes (cleanups run last first)
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a, err := oauth.New(&oauth.Options{Store: oauth.NewMemoryStore(), Open: oauthfixture.Browser, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, &Options{OAuth: a, Logger: log})
+	ctx := testCtx(t)
+	tracker := events.ServerConfig{Name: "tracker", Type: events.TransportHTTP, URL: fx.URL}
+	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{tracker, stdio(t, "local")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Gate.Outcomes; got["tracker"] != events.OutcomeNeedsAuth || got["local"] != events.OutcomeReady {
+		t.Fatalf("gate outcomes = %v", got)
+	}
+	if st := e.m.Status("tracker"); st != projector.StatusNeedsAuth {
+		t.Fatalf("status = %s, want needs-auth", st)
+	}
+	contains(t, "connect error", res.Errors["tracker"].Error(), "mcp-audit auth login tracker")
+	if !slices.Equal(e.m.NeedsAuth(), []string{"tracker"}) {
+		t.Fatalf("NeedsAuth = %v", e.m.NeedsAuth())
+	}
+	req := ofType[*events.AuthRequired](e, e.session)
+	if len(req) != 1 || req[0].Issuer != fx.Issuer || !slices.Equal(req[0].Scopes, []string{"read"}) {
+		t.Fatalf("AuthRequired = %+v", req)
+	}
+	if len(fx.Authorizations()) != 0 {
+		t.Fatal("connecting opened the browser")
+	}
+
+	r, err := e.m.Login(ctx, "tracker")
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	if !slices.Equal(r.Scopes, []string{"read"}) {
+		t.Fatalf("Login scopes = %v", r.Scopes)
+	}
+	if st := e.m.Status("tracker"); st != projector.StatusConnected {
+		t.Fatalf("status after login = %s", st)
+	}
+	done := ofType[*events.AuthCompleted](e, e.session)
+	if len(done) != 1 || done[0].Issuer != fx.Issuer || done[0].ExpiresAt.IsZero() || done[0].Grant != events.GrantAuthorizationCode {
+		t.Fatalf("AuthCompleted = %+v", done)
+	}
+	out, err := tool(t, e.m, "mcp_tracker_read").Call(ctx, map[string]any{})
+	if err != nil || out.IsError {
+		t.Fatalf("read: %+v, %v", out, err)
+	}
+	out, err = tool(t, e.m, "mcp_tracker_write").Call(ctx, map[string]any{})
+	if err == nil && !out.IsError {
+		t.Fatal("write without the scope succeeded")
+	}
+	var text string
+	if err != nil {
+		text = err.Error()
+	} else {
+		text = out.Content[0].Text
+	}
+	contains(t, "step-up error", text, "mcp-audit auth login tracker")
+	contains(t, "step-up error", text, "write")
+	equal(t, "tracker events", e.serverTypes(e.session, "tracker")[:5],
+		[]string{"ServerDiscovered", "ConnectStarted", "ConnectFailed", "AuthRequired", "AuthCompleted"})
+	checkReplay(t, e)
+
+	var stored strings.Builder
+	for _, env := range e.events(e.session) {
+		stored.Write(env.Data)
+	}
+	for _, s := range fx.Issued() {
+		if strings.Contains(stored.String(), s) || strings.Contains(logs.String(), s) || strings.Contains(text, s) {
+			t.Errorf("an issued secret (%s…) reached an event, a log or an error", s[:8])
+		}
+	}
+}
