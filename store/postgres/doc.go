@@ -1,7 +1,7 @@
 // Package postgres is the PostgreSQL event store of mcplife, built on
 // github.com/jackc/pgx/v5: the store a fleet of hosts shares. Code that
 // does not open a database depends on [github.com/mcplife/mcplife/store]
-// only.
+// only. It needs PostgreSQL 12 or later.
 //
 // # Gapless order across processes
 //
