@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/mcplife/mcplife/events"
@@ -141,9 +140,6 @@ type Journal struct {
 	host            string
 	checkpointEvery int
 
-	// msgPrefix makes message ids unique across journals: prefix + seq.
-	msgPrefix string
-
 	// pubq carries stored batches to publishLoop, which publishes them on
 	// the bus off the writer's path; pubDone is closed when the loop has
 	// ended (at once when there is no bus).
@@ -218,7 +214,6 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		now:             o.Now,
 		host:            o.Host,
 		checkpointEvery: o.CheckpointEvery,
-		msgPrefix:       watermill.NewShortUUID() + "-",
 		pubq:            make(chan []events.Envelope, 1024),
 		pubDone:         make(chan struct{}),
 		wake:            make(chan struct{}, 1),
@@ -405,7 +400,9 @@ func (j *Journal) publish(envs []events.Envelope) {
 	msgs := make([]*message.Message, len(envs))
 	for i, env := range envs {
 		seq := strconv.FormatUint(env.Seq, 10)
-		msg := message.NewMessage(j.msgPrefix+seq, message.Payload(env.Data))
+		// The message id is the event's id, its sequence in the store: a
+		// bus that de-duplicates by id stores a re-published event once.
+		msg := message.NewMessage(seq, message.Payload(env.Data))
 		msg.Metadata = message.Metadata{
 			MetaSeq:     seq,
 			MetaType:    env.Type,
