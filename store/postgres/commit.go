@@ -124,7 +124,7 @@ func (db *DB) writeGroup(group []*appendRequest) {
 	if err == nil {
 		return
 	}
-	if len(live) > 1 && rolledBack(err) {
+	if len(live) > 1 && refusedData(err) {
 		// The server refused one of the requests (a row behind the store's
 		// back, say) and rolled back the rest with it. Write each on its
 		// own, in order, so only the one at fault fails.

@@ -113,12 +113,15 @@ func (o *Options) withDefaults() (Options, error) {
 // checks its expected version and inserts its rows, or inserts nothing on
 // a version conflict without disturbing the others. Appends that arrive
 // while a commit is in flight share the next commit and its flush of the
-// write-ahead log; each still gets its own result. Should the group fail
-// on an error other than a version conflict, the server rolled it back,
-// and its appends are written again one transaction each, so only the
-// append at fault fails. An Append whose context is done before its
-// group is taken returns the context's error and stores nothing; once
-// taken, it returns nil when the transaction commits, or an error.
+// write-ahead log; each still gets its own result. Should the server
+// refuse the data of one append in the group (a row written behind the
+// store's back holding its version, say), it rolls back the whole group;
+// the appends are then written again one transaction each, so only the
+// append at fault fails. Any other failure (a lost connection, a lock
+// timeout) fails every append of the group. An Append whose context is
+// done before its group is taken returns the context's error and stores
+// nothing; once taken, it returns nil when the transaction commits, or an
+// error.
 //
 // # Durability and lost connections
 //
@@ -356,11 +359,15 @@ func mapErr(err error) error {
 	return err
 }
 
-// rolledBack reports whether err is an error the server raised in a
-// transaction and answered, so the transaction was rolled back and the
-// connection is still usable. A lost connection, or a fatal error, leaves
-// it unknown whether the commit happened.
-func rolledBack(err error) bool {
+// refusedData reports whether err is the server refusing the data of a
+// statement (SQLSTATE class 22, data exception, or 23, integrity
+// constraint violation), such as a row written behind the store's back
+// that holds the version an append wants. The transaction was then rolled
+// back, and the same statements without the one at fault would succeed. A
+// lost connection leaves the outcome of a commit unknown, and a lock
+// timeout or a server shutting down would fail the same statements again,
+// so those are not refusals.
+func refusedData(err error) bool {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return false
@@ -369,5 +376,5 @@ func rolledBack(err error) bool {
 	if sev == "" {
 		sev = pe.Severity
 	}
-	return sev == "ERROR"
+	return sev == "ERROR" && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
 }
