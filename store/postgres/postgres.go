@@ -45,7 +45,11 @@ type Options struct {
 	// LockTimeout bounds how long a statement waits for a lock held by
 	// another connection or process (PostgreSQL's lock_timeout): an append
 	// waiting for another writer's commit, a migration waiting for another
-	// process's. Default 10s.
+	// process's. An append transaction reaches the server whole, in one
+	// round trip, so a writer that dies holds no lock once the server has
+	// its transaction; one whose host vanishes while its statements are in
+	// transit holds the lock until the server finds the connection dead
+	// (its tcp_keepalives settings). Default 10s.
 	LockTimeout time.Duration
 	// MaxConns is the size of the connection pool. Default 4.
 	MaxConns int32
@@ -187,8 +191,8 @@ func Open(ctx context.Context, connString string, opts *Options) (*DB, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
-		// pgx's message does not repeat the string, which may hold a password.
-		return nil, fmt.Errorf("postgres: open: parse connection string: %w", err)
+		// pgx's message shows the string with its password blanked out.
+		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 	cfg.MaxConns = o.MaxConns
 	cfg.MinConns = 0

@@ -7,6 +7,18 @@
 // server, database test, trust authentication). When it cannot be reached,
 // a test is skipped with the reason, or, when the environment variable CI
 // is "true", fails: CI must not pass by skipping.
+//
+// A test of code that uses the PostgreSQL store:
+//
+//	func TestFleet(t *testing.T) {
+//		cs, schema := pgtest.Schema(t) // dropped when the test ends
+//		db, err := postgres.Open(t.Context(), cs, &postgres.Options{Schema: schema})
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		defer db.Close()
+//		...
+//	}
 package pgtest
 
 import (
