@@ -23,6 +23,7 @@ const (
 	RuleAttemptsInOrder         = "reconnect-attempts-in-order"
 	RuleNothingAfterGaveUp      = "nothing-after-gave-up"
 	RuleNoReconnectAfterRequest = "no-reconnect-after-requested-disconnect"
+	RuleAuthAfterFailedConnect  = "auth-required-after-failed-connect"
 )
 
 // Violation is one broken invariant, pointing at the offending event.
@@ -212,6 +213,11 @@ func (c *Checker) Apply(env events.Envelope) {
 			c.fail(env, e.Server, RuleAttemptsInOrder, "ReconnectScheduled attempt %d after attempt %d", e.Attempt, s.attempt)
 		}
 		s.scheduled = e.Attempt
+	case *events.AuthRequired:
+		// It explains the connect that just failed for want of a login.
+		if s := c.srv(e.Server); s.phase != phaseFailed {
+			c.fail(env, e.Server, RuleAuthAfterFailedConnect, "AuthRequired while %s", phaseName(s.phase))
+		}
 	case *events.ReconnectGaveUp:
 		s := c.srv(e.Server)
 		// It ends a reconnect, or follows the drop that tripped the breaker.

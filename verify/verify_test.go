@@ -64,6 +64,7 @@ func TestValidHistories(t *testing.T) {
 		"failed then retry":              history(disc, start, failed, gate, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn),
 		"in-flight call ends after drop": history(disc, start, conn, "c1", callS, "", &events.Disconnected{Server: "a", Reason: events.ReasonProcessExited}, "c1", callF, "", closed),
 		"open call in an open session":   history(disc, start, conn, "c1", callS),
+		"needs auth, then login":         history(disc, start, failed, &events.AuthRequired{Server: "a"}, gate, &events.AuthCompleted{Server: "a"}, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn, closed),
 	} {
 		if v := verify.Session("s", h); len(v) != 0 {
 			t.Errorf("%s: unexpected violations: %v", name, v)
@@ -95,6 +96,7 @@ func TestEachInvariantFails(t *testing.T) {
 		{verify.RuleNothingAfterGaveUp, history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, retry3), 9},
 		{verify.RuleNoReconnectAfterRequest, history(disc, start, conn, disconn, sched2), 5},
 		{verify.RuleNoReconnectAfterRequest, history(disc, start, conn, disconn, retry2), 5},
+		{verify.RuleAuthAfterFailedConnect, history(disc, start, conn, &events.AuthRequired{Server: "a"}), 4},
 	} {
 		v := verify.Session("s", tc.h)
 		if len(v) != 1 || v[0].Rule != tc.rule || v[0].Seq != tc.seq {
