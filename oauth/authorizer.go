@@ -339,7 +339,9 @@ func (s *storedSource) Token() (*oauth2.Token, error) {
 			}
 			return nil, expiredToken
 		}
-		ne, err := h.refresh(context.Background(), e)
+		ctx, cancel := context.WithTimeout(context.Background(), tokenRequestTimeout)
+		ne, err := h.refresh(ctx, e)
+		cancel()
 		if err != nil {
 			if now.Before(e.Token.Expiry) {
 				return toOAuth2(e.Token), nil
@@ -350,6 +352,10 @@ func (s *storedSource) Token() (*oauth2.Token, error) {
 	}
 	return toOAuth2(e.Token), nil
 }
+
+// tokenRequestTimeout bounds a refresh or grant made while a request
+// waits for its token.
+const tokenRequestTimeout = 30 * time.Second
 
 // refreshMargin is how long before expiry a token is refreshed: a minute,
 // or a quarter of its lifetime when that is shorter.
@@ -739,7 +745,9 @@ func (s *jwtSource) Token() (*oauth2.Token, error) {
 	}
 	conf := &clientcredentials.Config{ClientID: s.h.oc.ClientID, TokenURL: s.tokenURL, Scopes: s.scopes,
 		EndpointParams: params, AuthStyle: oauth2.AuthStyleInParams}
-	return conf.Token(context.WithValue(context.Background(), oauth2.HTTPClient, a.opts.HTTPClient))
+	ctx, cancel := context.WithTimeout(context.Background(), tokenRequestTimeout)
+	defer cancel()
+	return conf.Token(context.WithValue(ctx, oauth2.HTTPClient, a.opts.HTTPClient))
 }
 
 // scopesOf returns the scopes a token response granted, else requested.
