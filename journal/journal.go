@@ -248,6 +248,9 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 // Store returns the underlying store.
 func (j *Journal) Store() store.Store { return j.st }
 
+// Host returns the host id the journal stamps on envelopes.
+func (j *Journal) Host() string { return j.host }
+
 // Now returns the journal's clock reading.
 func (j *Journal) Now() time.Time { return j.now() }
 

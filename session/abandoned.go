@@ -73,6 +73,11 @@ func ReapAbandoned(ctx context.Context, j *journal.Journal, detectedBy string) (
 	hosts := map[string]events.ProcessRef{}
 	var order []string
 	err = eachOfTypes(ctx, st, last, []string{events.TypeSessionStarted}, func(env events.Envelope, ev events.Event) {
+		// A session another host recorded (a store shared by a fleet) has
+		// its processes there: its pid means nothing here.
+		if env.Host != "" && env.Host != j.Host() {
+			return
+		}
 		if s, ok := ev.(*events.SessionStarted); ok && s.Host != nil {
 			if _, dup := hosts[env.Stream]; !dup {
 				order = append(order, env.Stream)

@@ -121,8 +121,8 @@ func streamEvents(t *testing.T, st store.Store, sessionID string) (types []strin
 // recorded that still run as the same processes are killed: a server and
 // a descendant it was seen to start. A pid recorded with another start
 // time (now held by another process), a server whose teardown was
-// recorded, and the sessions that are closed, have a live host or no host
-// at all are left alone.
+// recorded, and the sessions that are closed, have a live host, no host
+// at all, or were recorded by another host of a fleet are left alone.
 func TestReapAbandonedKillsOnlyWhatTheDeadHostLeft(t *testing.T) {
 	j, st := newJournal(t)
 	ctx := t.Context()
@@ -144,6 +144,13 @@ func TestReapAbandonedKillsOnlyWhatTheDeadHostLeft(t *testing.T) {
 	live := selfRef(t)
 	record(t, j, "live", &events.SessionStarted{Host: &live}, bystanderConnected)
 	record(t, j, "older-version", &events.SessionStarted{}, bystanderConnected)
+	// A host of a fleet sharing the store: its pid is a process there.
+	elsewhere, err := journal.New(st, &journal.Options{Host: "h-elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elsewhere.Close()
+	record(t, elsewhere, "other-host", &events.SessionStarted{Host: deadHost(t)}, bystanderConnected)
 
 	found, err := session.ReapAbandoned(ctx, j, "new")
 	if err != nil {
@@ -175,7 +182,7 @@ func TestReapAbandonedKillsOnlyWhatTheDeadHostLeft(t *testing.T) {
 	if r := evs[len(evs)-1].(*events.OrphansReaped); r.Session != "old" || !slices.Equal(r.Pids, want) {
 		t.Errorf("OrphansReaped = %+v, want pids %v", r, want)
 	}
-	for _, s := range []string{"closed", "live", "older-version"} {
+	for _, s := range []string{"closed", "live", "older-version", "other-host"} {
 		if types, _ := streamEvents(t, st, s); slices.Contains(types, events.TypeSessionAbandoned) {
 			t.Errorf("session %s was marked abandoned: %v", s, types)
 		}
