@@ -17,6 +17,9 @@ type SessionSummary struct {
 	End   time.Time // SessionClosed time; zero while open
 	Last  time.Time // time of its latest event
 	Cwd   string
+	// Host is the host id of the session's first event: which machine and
+	// user ran it, in a store shared by a fleet.
+	Host string
 	// Servers are the distinct names with a ServerDiscovered or a
 	// ConnectStarted, sorted.
 	Servers []string
@@ -91,7 +94,7 @@ func (x *SessionIndex) Apply(env events.Envelope) {
 	s, ok := x.sessions[id]
 	if !ok {
 		s = &sessionEntry{
-			sum:     SessionSummary{ID: id, Start: env.Time},
+			sum:     SessionSummary{ID: id, Start: env.Time, Host: env.Host},
 			servers: make(map[string]struct{}),
 			view:    &ToolView{session: id, lean: true, servers: make(map[string]*serverEntry)},
 		}

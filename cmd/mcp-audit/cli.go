@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,7 +21,9 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/natsbus"
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/postgres"
 	"github.com/mcplife/mcplife/store/sqlite"
 )
 
@@ -59,6 +62,7 @@ var errCheckFailed = errors.New("check failed")
 // globals are the flags every subcommand accepts.
 type globals struct {
 	db     string
+	bus    string
 	json   bool
 	stdout io.Writer
 	stderr io.Writer
@@ -152,7 +156,7 @@ func firstLine(s string) string {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: mcp-audit [--db PATH] [--json] <command> [arguments]")
+	fmt.Fprintln(w, "usage: mcp-audit [--db PATH|postgres://…] [--bus nats://…] [--json] <command> [arguments]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands() {
 		if !c.hidden {
@@ -160,8 +164,11 @@ func usage(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w, "\nglobal flags (before or after the command):")
-	fmt.Fprintln(w, "  --db PATH  event store (default $MCP_AUDIT_DB, else $XDG_STATE_HOME/mcplife/events.db, else ~/.local/state/mcplife/events.db)")
+	fmt.Fprintln(w, "  --db PATH  event store: a SQLite file, or postgres://…[?schema=NAME] for a fleet's shared store")
+	fmt.Fprintln(w, "             (default $MCP_AUDIT_DB, else $XDG_STATE_HOME/mcplife/events.db, else ~/.local/state/mcplife/events.db)")
+	fmt.Fprintln(w, "  --bus URL  nats://… : the fleet's NATS JetStream bus, so other hosts' events arrive live (default $MCPLIFE_BUS)")
 	fmt.Fprintln(w, "  --json     machine-readable output (shapes in the README)")
+	fmt.Fprintln(w, "\nenvironment: MCPLIFE_HOST sets the host id recorded on events (default a hash of user and host name)")
 	fmt.Fprintln(w, "\nexit status: 0 ok, 1 a check or a promised connection failed, 2 usage or input error")
 }
 
@@ -169,7 +176,8 @@ func usage(w io.Writer) {
 func newFlagSet(name string, g *globals) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&g.db, "db", g.db, "event store path")
+	fs.StringVar(&g.db, "db", g.db, "event store path or postgres:// URL")
+	fs.StringVar(&g.bus, "bus", g.bus, "nats:// URL of the fleet's bus")
 	fs.BoolVar(&g.json, "json", g.json, "machine-readable output")
 	return fs
 }
@@ -218,62 +226,169 @@ func (g *globals) dbPath() (string, error) {
 
 func mustPath(g *globals) string {
 	p, _ := g.dbPath()
+	if isPostgres(p) {
+		return redactURL(p)
+	}
 	return p
 }
 
+// isPostgres reports whether the store named on the command line is a
+// PostgreSQL connection URL rather than a SQLite file.
+func isPostgres(target string) bool {
+	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+}
+
+// postgresTarget splits the store's schema (the query parameter "schema",
+// default postgres.DefaultSchema) from a PostgreSQL URL, so several stores
+// can share a database.
+func postgresTarget(raw string) (connString, schema string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw, ""
+	}
+	q := u.Query()
+	schema = q.Get("schema")
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	return u.String(), schema
+}
+
+// redactURL drops the password of a URL, for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the database URL"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// storeOpenTimeout bounds connecting to a PostgreSQL store.
+const storeOpenTimeout = 15 * time.Second
+
 // openReadOnly opens the store for the inspection commands. It never
-// creates, migrates or modifies the file; every failure is a one-line
-// input error.
+// creates, migrates or modifies it; every failure is a one-line input
+// error.
 func (g *globals) openReadOnly() (store.Store, error) {
 	path, err := g.dbPath()
 	if err != nil {
 		return nil, err
 	}
+	if isPostgres(path) {
+		ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
+		defer cancel()
+		conn, schema := postgresTarget(path)
+		db, err := postgres.Open(ctx, conn, &postgres.Options{ReadOnly: true, Schema: schema})
+		if err != nil {
+			return nil, storeOpenError(redactURL(path), err)
+		}
+		return db, nil
+	}
 	db, err := sqlite.Open(path, &sqlite.Options{ReadOnly: true})
 	if err != nil {
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return nil, usagef("no event store at %s (run `mcp-audit demo` or `mcp-audit run` first, or pass --db)", path)
-		case errors.Is(err, store.ErrNewerSchema):
-			return nil, usagef("%s was written by a newer mcplife; upgrade mcp-audit to read it", path)
-		}
-		return nil, usagef("open %s: %v", path, err)
+		return nil, storeOpenError(path, err)
 	}
 	return db, nil
 }
 
+// storeOpenError is the one-line input error of a store that would not
+// open.
+func storeOpenError(name string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return usagef("no event store at %s (run `mcp-audit demo` or `mcp-audit run` first, or pass --db)", name)
+	case errors.Is(err, store.ErrNewerSchema):
+		return usagef("%s was written by a newer mcplife; upgrade mcp-audit to read it", name)
+	}
+	return usagef("open %s: %s", name, strings.ReplaceAll(err.Error(), "\n", " "))
+}
+
 // openWritable opens (creating when needed) the store for run and demo.
-func (g *globals) openWritable() (*sqlite.DB, error) {
+func (g *globals) openWritable() (store.Store, error) {
 	path, err := g.dbPath()
 	if err != nil {
 		return nil, err
+	}
+	if isPostgres(path) {
+		ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
+		defer cancel()
+		conn, schema := postgresTarget(path)
+		db, err := postgres.Open(ctx, conn, &postgres.Options{Schema: schema})
+		if err != nil {
+			return nil, storeOpenError(redactURL(path), err)
+		}
+		return db, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, usagef("create the directory of %s: %v", path, err)
 	}
 	db, err := sqlite.Open(path, nil)
 	if err != nil {
-		if errors.Is(err, store.ErrNewerSchema) {
-			return nil, usagef("%s was written by a newer mcplife; upgrade mcp-audit to use it", path)
-		}
-		return nil, usagef("open %s: %v", path, err)
+		return nil, storeOpenError(path, err)
 	}
 	return db, nil
 }
 
+// busURL returns the bus named by --bus or $MCPLIFE_BUS ("" for none).
+func (g *globals) busURL() string {
+	if g.bus != "" {
+		return g.bus
+	}
+	return os.Getenv("MCPLIFE_BUS")
+}
+
+// busTopic returns the bus topic of the store: one per PostgreSQL schema,
+// so fleets on different stores never read each other's sequences.
+func (g *globals) busTopic() string {
+	path, _ := g.dbPath()
+	if !isPostgres(path) {
+		return journal.DefaultTopic
+	}
+	if _, schema := postgresTarget(path); schema != "" && schema != postgres.DefaultSchema {
+		return journal.DefaultTopic + "_" + schema
+	}
+	return journal.DefaultTopic
+}
+
+// journalOn returns a journal on st, on the bus when one is named, with
+// the host id of $MCPLIFE_HOST when set; closing the returned function
+// closes the journal and the bus, not st.
+func (g *globals) journalOn(st store.Store) (*journal.Journal, func(), error) {
+	opts := &journal.Options{Host: os.Getenv("MCPLIFE_HOST"), Topic: g.busTopic()}
+	closeBus := func() {}
+	if u := g.busURL(); u != "" {
+		if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
+			return nil, nil, usagef("--bus %s: want a nats:// URL", redactURL(u))
+		}
+		bus, err := natsbus.Open(u, nil)
+		if err != nil {
+			return nil, nil, usagef("bus: %s", err)
+		}
+		opts.Publisher, opts.Subscriber, closeBus = bus, bus, func() { bus.Close() }
+	}
+	j, err := journal.New(st, opts)
+	if err != nil {
+		closeBus()
+		return nil, nil, err
+	}
+	return j, func() { j.Close(); closeBus() }, nil
+}
+
 // openJournal opens the store for writing and a journal on it; closing
 // the returned function closes both.
-func (g *globals) openJournal() (*sqlite.DB, *journal.Journal, func(), error) {
+func (g *globals) openJournal() (store.Store, *journal.Journal, func(), error) {
 	db, err := g.openWritable()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	j, err := journal.New(db, nil)
+	j, closeJournal, err := g.journalOn(db)
 	if err != nil {
 		db.Close()
 		return nil, nil, nil, err
 	}
-	return db, j, func() { j.Close(); db.Close() }, nil
+	return db, j, func() { closeJournal(); db.Close() }, nil
 }
 
 // resolveSession maps "last", an exact id or a unique id prefix onto a

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/store"
 )
 
 // replayJSON is one line of `replay --json` (JSON Lines, one per event).
@@ -39,7 +41,7 @@ func runReplay(ctx context.Context, g *globals, args []string) error {
 	if !g.json {
 		fmt.Fprintf(g.stdout, "session %s\n", escapeLine(session))
 	}
-	next := uint64(1)
+	next, seq := uint64(1), uint64(0)
 	for {
 		for env, err := range st.ReadStream(ctx, session, next) {
 			if err != nil {
@@ -48,19 +50,47 @@ func runReplay(ctx context.Context, g *globals, args []string) error {
 			if err := p.print(env); err != nil {
 				return err
 			}
-			next = env.Version + 1
+			next, seq = env.Version+1, env.Seq
 		}
 		if !*follow {
 			return nil
 		}
-		// Another process appends to the file; poll it. The store is opened
-		// read-only, so there is no bus to listen on across processes.
+		if g.busURL() != "" {
+			return followBus(ctx, g, st, session, seq+1, p)
+		}
+		// Without a bus, another process's appends are seen by polling the
+		// store.
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// followBus prints the events of session from sequence from on as they
+// arrive on the fleet's bus, from any host, with the store filling what
+// the bus misses, until ctx ends.
+func followBus(ctx context.Context, g *globals, st store.Store, session string, from uint64, p *replayPrinter) error {
+	j, closeJournal, err := g.journalOn(st)
+	if err != nil {
+		return err
+	}
+	defer closeJournal()
+	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{FromSeq: from, Session: session})
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for env := range sub.C() {
+		if err := p.print(env); err != nil {
+			return err
+		}
+	}
+	if err := sub.Err(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
 
 // replayPrinter prints one line per event with its offset from the first.

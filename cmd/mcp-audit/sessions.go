@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -17,6 +18,7 @@ type sessionJSON struct {
 	End        time.Time `json:"end,omitzero"`
 	DurationMs float64   `json:"durationMs"`
 	Cwd        string    `json:"cwd"`
+	Host       string    `json:"host"`
 	Servers    []string  `json:"servers"`
 	Tools      int       `json:"tools"`
 	PeakTools  int       `json:"peakTools"`
@@ -49,7 +51,7 @@ func runSessions(ctx context.Context, g *globals, args []string) error {
 		out := make([]sessionJSON, 0, len(list))
 		for _, s := range list {
 			out = append(out, sessionJSON{
-				ID: s.ID, Start: s.Start, End: s.End, DurationMs: ms(s.Duration()), Cwd: s.Cwd,
+				ID: s.ID, Start: s.Start, End: s.End, DurationMs: ms(s.Duration()), Cwd: s.Cwd, Host: s.Host,
 				Servers: nonNil(s.Servers), Tools: s.Tools, PeakTools: s.PeakTools, Failures: s.Failures,
 				Events: s.Events, Closed: s.Closed(),
 			})
@@ -57,7 +59,7 @@ func runSessions(ctx context.Context, g *globals, args []string) error {
 		return g.writeJSON(out)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tSTART\tDURATION\tCWD\tSERVERS\tTOOLS\tFAILURES")
+	fmt.Fprintln(tw, "SESSION\tHOST\tSTART\tDURATION\tCWD\tSERVERS\tTOOLS\tFAILURES")
 	for _, s := range list {
 		dur := s.Duration().Round(time.Millisecond).String()
 		if !s.Closed() {
@@ -67,7 +69,7 @@ func runSessions(ctx context.Context, g *globals, args []string) error {
 		if s.Failures > 0 {
 			failures = g.paint(colorRed, failures)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", escapeLine(s.ID), s.Start.Local().Format("2006-01-02 15:04:05"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", escapeLine(s.ID), escapeLine(cmp.Or(s.Host, "-")), s.Start.Local().Format("2006-01-02 15:04:05"),
 			dur, escapeLine(s.Cwd), len(s.Servers), max(s.Tools, s.PeakTools), failures)
 	}
 	return tw.Flush()
