@@ -2,6 +2,9 @@ package manager
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -99,5 +102,37 @@ func TestNeedsAuthThenLogin(t *testing.T) {
 		if strings.Contains(stored.String(), s) || strings.Contains(logs.String(), s) || strings.Contains(text, s) {
 			t.Errorf("an issued secret (%s…) reached an event, a log or an error", s[:8])
 		}
+	}
+}
+
+// TestLoginFailureRecorded: a login that cannot finish (the browser never
+// reaches the redirect) records AuthFailed, and the server stays
+// needs-auth, waiting for the next login.
+func TestLoginFailureRecorded(t *testing.T) {
+	fx, err := oauthfixture.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fx.Close() })
+	a, err := oauth.New(&oauth.Options{Store: oauth.NewMemoryStore(), Open: func(context.Context, io.Writer, string) error {
+		return errors.New("no browser on this host")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, &Options{OAuth: a})
+	ctx := testCtx(t)
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{{Name: "tracker", Type: events.TransportHTTP, URL: fx.URL}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Login(ctx, "tracker"); err == nil {
+		t.Fatal("Login succeeded without a browser")
+	}
+	failed := ofType[*events.AuthFailed](e, e.session)
+	if len(failed) != 1 || !strings.Contains(failed[0].Error, "no browser on this host") {
+		t.Fatalf("AuthFailed = %+v", failed)
+	}
+	if st := e.m.Status("tracker"); st != projector.StatusNeedsAuth || !slices.Equal(e.m.NeedsAuth(), []string{"tracker"}) {
+		t.Fatalf("status %s, waiting %v", st, e.m.NeedsAuth())
 	}
 }
