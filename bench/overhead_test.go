@@ -29,6 +29,9 @@ import (
 
 func TestMain(m *testing.M) {
 	fixture.RunIfChild()
+	if os.Getenv(roleEnv) != "" {
+		os.Exit(runRole())
+	}
 	os.Exit(m.Run())
 }
 
