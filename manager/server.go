@@ -38,11 +38,11 @@ type server struct {
 	conn        *liveConn // (m.mu) set once initialize finished
 	connectedAt time.Time // (m.mu) when conn was set
 	deferred    bool      // (m.mu) CachedToolsServed recorded, no live list yet
+	closing     bool      // (m.mu) teardown started
 	// cachedResources and cachedPrompts: (m.mu) lists of that kind were
 	// served from the cache at the gate, so the server's own listing must
 	// replace them even when it has none.
 	cachedResources, cachedPrompts bool
-	closing     bool      // (m.mu) teardown started
 	// unresponsive: the health check closed the connection (m.mu).
 	unresponsive bool
 	calls        callGroup // in-flight calls; joined under m.mu while !closing
