@@ -249,3 +249,36 @@ func checkLogOf(t *testing.T, db *postgres.DB, n int) {
 		t.Fatal(err)
 	}
 }
+
+// TestAppendOneAndMany: an append of one event (sent as plain values) and
+// of several (sent as arrays) store every field alike.
+func TestAppendOneAndMany(t *testing.T) {
+	cs, schema := pgtest.Schema(t)
+	db := mustOpen(t, cs, &postgres.Options{Schema: schema})
+	ctx := t.Context()
+	full := events.Envelope{
+		Type: "Full", Schema: 3, Time: time.Date(2030, 5, 6, 7, 8, 9, 987654321, time.FixedZone("x", -3600)),
+		SessionID: "session-é", CorrelationID: "corr", Host: "host-1", Data: []byte{0, '"', 0xff},
+	}
+	bare := events.Envelope{Type: "Bare", Schema: 1, Time: time.Unix(0, 1)}
+	var want []events.Envelope
+	for _, es := range [][]events.Envelope{{full}, {bare}, {full, bare}, {bare, full, bare}} {
+		got, err := db.Append(ctx, "s", int64(len(want)), es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, got...)
+	}
+	all := readAll(t, db)
+	if len(all) != len(want) {
+		t.Fatalf("%d events stored, want %d", len(all), len(want))
+	}
+	for i, w := range want {
+		g := all[i]
+		if g.Seq != uint64(i+1) || g.Version != uint64(i+1) || g.Seq != w.Seq || g.Type != w.Type || g.Schema != w.Schema ||
+			!g.Time.Equal(w.Time) || g.Time.Location() != time.UTC || g.SessionID != w.SessionID ||
+			g.CorrelationID != w.CorrelationID || g.Host != w.Host || !bytes.Equal(g.Data, w.Data) {
+			t.Fatalf("event %d:\n got %+v\nwant %+v", i, g, w)
+		}
+	}
+}

@@ -158,7 +158,7 @@ func (db *DB) writeTx(ctx context.Context, rs []*appendRequest) error {
 	b.Queue(db.q.lock)
 	for _, r := range rs {
 		r.out, r.err = nil, nil
-		queueAppend(b, db.q.append, r)
+		db.queueAppend(b, r)
 	}
 	br := conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
@@ -179,10 +179,20 @@ func (db *DB) writeTx(ctx context.Context, rs []*appendRequest) error {
 	return nil
 }
 
-// queueAppend queues r's append statement on b: the events go as arrays,
-// one per column.
-func queueAppend(b *pgx.Batch, sql string, r *appendRequest) {
+// queueAppend queues r's append statement on b: one event as plain
+// values, more as arrays, one per column.
+func (db *DB) queueAppend(b *pgx.Batch, r *appendRequest) {
 	n := len(r.envs)
+	var first, last int64
+	if n > 0 {
+		first, last = r.envs[0].Time.UnixNano(), r.envs[n-1].Time.UnixNano()
+	}
+	if n == 1 {
+		e := r.envs[0]
+		b.Queue(db.q.appendOne, r.stream, r.expected, int64(1), e.Type, int32(e.Schema), first,
+			e.SessionID, e.CorrelationID, e.Host, notNil(e.Data), first, last)
+		return
+	}
 	var (
 		types    = make([]string, n)
 		schemas  = make([]int32, n)
@@ -191,21 +201,22 @@ func queueAppend(b *pgx.Batch, sql string, r *appendRequest) {
 		corrs    = make([]string, n)
 		hosts    = make([]string, n)
 		data     = make([][]byte, n)
-		first    int64
-		last     int64
 	)
 	for i, e := range r.envs {
 		types[i], schemas[i], times[i] = e.Type, int32(e.Schema), e.Time.UnixNano()
 		sessions[i], corrs[i], hosts[i] = e.SessionID, e.CorrelationID, e.Host
-		data[i] = e.Data
-		if data[i] == nil {
-			data[i] = []byte{} // NOT NULL; an empty bytea reads back empty
-		}
+		data[i] = notNil(e.Data)
 	}
-	if n > 0 {
-		first, last = times[0], times[n-1]
+	b.Queue(db.q.appendMany, r.stream, r.expected, int64(n), types, schemas, times, sessions, corrs, hosts, data, first, last)
+}
+
+// notNil returns data, or an empty slice for nil: the column is NOT NULL,
+// and an empty bytea reads back empty.
+func notNil(data []byte) []byte {
+	if data == nil {
+		return []byte{}
 	}
-	b.Queue(sql, r.stream, r.expected, int64(n), types, schemas, times, sessions, corrs, hosts, data, first, last)
+	return data
 }
 
 // scan reads the result of r's append statement and sets r's result: the

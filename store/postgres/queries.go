@@ -16,9 +16,11 @@ type queries struct {
 	// lock takes the row lock of the sequence counter, the first statement
 	// of every append transaction.
 	lock string
-	// append checks one append's expected version and writes it; see
-	// newQueries.
-	append string
+	// appendMany checks one append's expected version and writes its
+	// events, passed as one array per column; appendOne does the same for
+	// an append of one event, passed as plain values, which spares the
+	// server unpacking arrays on the most common path. See appendSQL.
+	appendMany, appendOne string
 
 	readAll, readStream, readType string
 	streams, lastSeq              string
@@ -32,32 +34,9 @@ func newQueries(schema string) queries {
 	return queries{
 		schema: s,
 		lock:   `SELECT last FROM ` + s + `.seq_counter FOR UPDATE`,
-		// One statement per append, run after lock in the same transaction,
-		// so its snapshot holds every append committed before: cur is the
-		// stream's version; when the expected version matches (ok), taken
-		// moves the counter on by the number of events ($3) and the rows
-		// and the stream's summary are written with the numbers it took.
-		// On a mismatch, ok is empty and nothing is written. It returns the
-		// stream's version before the append and the seq before its first
-		// event (NULL when nothing was written).
-		append: `WITH cur AS (
-	SELECT COALESCE((SELECT version FROM ` + s + `.streams WHERE stream = $1), 0) AS version
-), ok AS (
-	SELECT version FROM cur WHERE $2::bigint = -1 OR $2::bigint = version
-), taken AS (
-	UPDATE ` + s + `.seq_counter AS c SET last = c.last + $3::bigint FROM ok WHERE $3::bigint > 0
-	RETURNING c.last - $3::bigint AS base, ok.version AS version
-), ins AS (
-	INSERT INTO ` + s + `.events (` + eventColumns + `)
-	SELECT taken.base + u.i, $1, taken.version + u.i, u.type, u.schema, u.time, u.session_id, u.correlation_id, u.host, u.data
-	FROM taken, unnest($4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
-		WITH ORDINALITY AS u(type, schema, time, session_id, correlation_id, host, data, i)
-), summary AS (
-	INSERT INTO ` + s + `.streams AS st (stream, version, first_seq, last_seq, created, updated)
-	SELECT $1, taken.version + $3::bigint, taken.base + 1, taken.base + $3::bigint, $11::bigint, $12::bigint FROM taken
-	ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version, last_seq = EXCLUDED.last_seq, updated = EXCLUDED.updated
-)
-SELECT cur.version, taken.base FROM cur LEFT JOIN taken ON true`,
+		appendMany: appendSQL(s, `unnest($4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
+		WITH ORDINALITY`),
+		appendOne: appendSQL(s, `(VALUES ($4::text, $5::integer, $6::bigint, $7::text, $8::text, $9::text, $10::bytea, 1::bigint))`),
 
 		readAll:    `SELECT ` + eventColumns + ` FROM ` + s + `.events WHERE seq >= $1 ORDER BY seq LIMIT $2`,
 		readStream: `SELECT ` + eventColumns + ` FROM ` + s + `.events WHERE stream = $3 AND version >= $1 ORDER BY version LIMIT $2`,
@@ -76,4 +55,34 @@ SELECT cur.version, taken.base FROM cur LEFT JOIN taken ON true`,
 		OR e.f IS DISTINCT FROM st.first_seq OR e.l IS DISTINCT FROM st.last_seq
 	ORDER BY 1 LIMIT 20`,
 	}
+}
+
+// appendSQL returns the statement that writes one append, run after the
+// counter lock in the same transaction, so its snapshot holds every append
+// committed before. cur is the stream's version; when the expected version
+// ($2) matches (ok), taken moves the counter on by the number of events
+// ($3), and the rows, numbered from the counter's old value, and the
+// stream's summary are written. On a mismatch ok is empty and nothing is
+// written. It returns the stream's version before the append and the seq
+// before its first event (NULL when nothing was written). rows yields the
+// events' columns followed by their 1-based position; s is the quoted
+// schema.
+func appendSQL(s, rows string) string {
+	return `WITH cur AS (
+	SELECT COALESCE((SELECT version FROM ` + s + `.streams WHERE stream = $1), 0) AS version
+), ok AS (
+	SELECT version FROM cur WHERE $2::bigint = -1 OR $2::bigint = version
+), taken AS (
+	UPDATE ` + s + `.seq_counter AS c SET last = c.last + $3::bigint FROM ok WHERE $3::bigint > 0
+	RETURNING c.last - $3::bigint AS base, ok.version AS version
+), ins AS (
+	INSERT INTO ` + s + `.events (` + eventColumns + `)
+	SELECT taken.base + u.i, $1, taken.version + u.i, u.type, u.schema, u.time, u.session_id, u.correlation_id, u.host, u.data
+	FROM taken, ` + rows + ` AS u(type, schema, time, session_id, correlation_id, host, data, i)
+), summary AS (
+	INSERT INTO ` + s + `.streams AS st (stream, version, first_seq, last_seq, created, updated)
+	SELECT $1, taken.version + $3::bigint, taken.base + 1, taken.base + $3::bigint, $11::bigint, $12::bigint FROM taken
+	ON CONFLICT (stream) DO UPDATE SET version = EXCLUDED.version, last_seq = EXCLUDED.last_seq, updated = EXCLUDED.updated
+)
+SELECT cur.version, taken.base FROM cur LEFT JOIN taken ON true`
 }
