@@ -20,7 +20,7 @@ import (
 // The transaction is one pipeline of statements, sent in a single round
 // trip and run by the server as one implicit transaction that commits at
 // its end: the counter lock, then one append statement per request (see
-// newQueries). A version conflict is not an error to the server: that
+// appendSQL). A version conflict is not an error to the server: that
 // request's statement writes nothing and reports the stream's version, and
 // the others go on. A request whose context is done before a leader takes
 // it is removed from the queue and writes nothing; once taken, it is

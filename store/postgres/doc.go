@@ -24,7 +24,11 @@
 // schema are serialised; [DB] shares each commit among the appends a
 // process makes meanwhile (group commit), and sends each transaction as
 // one pipeline, one round trip, so the lock is held for little more than
-// the commit's flush.
+// the commit's flush. Every append updates the counter row; PostgreSQL
+// prunes the row's old versions only once no transaction can still see
+// them, so a transaction left open for long elsewhere in the database
+// slows appends down until it ends (the store's own transactions are
+// short).
 //
 // # Schema
 //
