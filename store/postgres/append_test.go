@@ -142,8 +142,9 @@ func TestTextPostgresCannotHold(t *testing.T) {
 }
 
 // TestConnectionLoss kills the store's server connections again and again
-// while appends run. Appends may fail then, but every append that returned
-// nil is stored as returned, the log stays gapless, and the store recovers
+// while an append is in flight, so that the kill lands before, during or
+// after its commit. Appends fail then, but every append that returned nil
+// is stored as returned, the log stays gapless, and the store recovers
 // (the pool replaces the lost connections).
 func TestConnectionLoss(t *testing.T) {
 	cs, schema := pgtest.Schema(t)
@@ -165,12 +166,20 @@ func TestConnectionLoss(t *testing.T) {
 		envs []events.Envelope
 		err  error
 	}
+	// The appender announces each append just before it starts it, and
+	// reports how it ended.
+	starting := make(chan int)
 	acks := make(chan result)
 	stop := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		for i := 0; ; i++ {
+			select {
+			case starting <- i:
+			case <-stop:
+				return
+			}
 			e := envelope(i)
 			e.Data = fmt.Appendf(nil, `{"i":%d}`, i)
 			got, err := db.Append(ctx, fmt.Sprintf("s%d", i%3), store.AnyVersion, []events.Envelope{e, e})
@@ -181,29 +190,31 @@ func TestConnectionLoss(t *testing.T) {
 			}
 		}
 	}()
+	const kills = 8
 	var (
 		acked  []events.Envelope
 		failed int
-		kills  int
 	)
-	for n := 0; kills < 8; n++ {
-		r := <-acks
-		if r.err != nil {
+	for k := 0; k < kills; {
+		if i := <-starting; i%5 == 4 {
+			// The append is on its way; kill the connections under it.
+			var n int
+			if err := raw.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			k++
+		}
+		if r := <-acks; r.err != nil {
 			failed++
 		} else {
 			acked = append(acked, r.envs...)
 		}
-		if n%10 == 9 {
-			var killed int
-			if err := raw.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&killed); err != nil {
-				t.Fatal(err)
-			}
-			kills++
-		}
 	}
 	close(stop)
 	<-finished
-	t.Logf("%d events acknowledged, %d appends failed across %d rounds of killed connections", len(acked), failed, kills)
+	if failed == 0 {
+		t.Fatal("no append failed: the connections were not killed")
+	}
 
 	// The store recovers: a few appends may still meet a connection the
 	// pool has not yet found dead (one per pooled connection at most).
@@ -228,6 +239,7 @@ func TestConnectionLoss(t *testing.T) {
 		}
 	}
 	checkLogOf(t, db, len(all))
+	t.Logf("%d kills: %d appends failed; %d events acknowledged, %d stored without an acknowledgement", kills, failed, len(acked), len(all)-1-len(acked))
 }
 
 // checkLogOf checks that db holds n events with seqs 1..n and passes its
