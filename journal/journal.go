@@ -25,6 +25,10 @@ const (
 	MetaType    = "mcplife_type"
 	MetaSession = "mcplife_session"
 	MetaHost    = "mcplife_host"
+	// MetaCheckStore marks a message a bus sends to a subscription when
+	// it may have lost messages (after a reconnect, say): the subscription
+	// then reads from the store whatever it has not delivered yet.
+	MetaCheckStore = "mcplife_check_store"
 )
 
 // DefaultTopic is the topic events are published on.

@@ -220,7 +220,7 @@ func (r *runner) run(ctx context.Context, msgs <-chan *message.Message) {
 				r.end(ctx, r.drain(ctx))
 				return
 			}
-			r.take(msg)
+			r.take(ctx, msg)
 		case <-wake:
 			batches, high, closed := r.feed.take()
 			for _, b := range batches {
@@ -246,8 +246,16 @@ func (r *runner) run(ctx context.Context, msgs <-chan *message.Message) {
 }
 
 // take handles one bus message.
-func (r *runner) take(msg *message.Message) {
+func (r *runner) take(ctx context.Context, msg *message.Message) {
 	msg.Ack()
+	if msg.Metadata.Get(MetaCheckStore) != "" {
+		// The bus may have lost messages (it reconnected): whatever the
+		// store holds beyond what was delivered is read from it.
+		if last, err := r.j.st.LastSeq(ctx); err == nil {
+			r.missed(last)
+		}
+		return
+	}
 	seq, err := strconv.ParseUint(msg.Metadata.Get(MetaSeq), 10, 64)
 	if err != nil {
 		return // not ours to order

@@ -12,8 +12,9 @@
 // consumer that starts with the messages published after it, so every
 // subscriber sees every message (fan-out), in order; the consumer is
 // re-created by the NATS client when the connection or the server comes
-// back, and the journal fills whatever the bus missed meanwhile from the
-// store. The bus is a fast path, never the record: one topic belongs to
+// back, and the bus then tells each subscription to read from the store
+// what it missed meanwhile (as it does every few seconds, for a message
+// lost otherwise). The bus is a fast path, never the record: one topic belongs to
 // one store.
 //
 // Example:
@@ -36,6 +37,8 @@ import (
 	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
+
+	"github.com/mcplife/mcplife/journal"
 )
 
 // DefaultMaxAge is how long a stream keeps messages. Subscribers never
@@ -45,7 +48,7 @@ const DefaultMaxAge = time.Hour
 
 // typeKey is the message metadata key holding the event type, which names
 // the subject (the journal sets it on every message).
-const typeKey = "mcplife_type"
+const typeKey = journal.MetaType
 
 // Options configure a [Bus]. The zero value (or nil) means defaults.
 type Options struct {
@@ -60,7 +63,16 @@ type Options struct {
 	// NatsOptions are added to the connection's options (credentials,
 	// TLS, reconnect settings).
 	NatsOptions []nats.Option
+	// CheckEvery is how often each subscription is told to look in the
+	// store for events the bus did not bring, besides after every
+	// reconnect (default DefaultCheckEvery; negative: only after
+	// reconnects). It bounds how late the last event before a lost
+	// message arrives.
+	CheckEvery time.Duration
 }
+
+// DefaultCheckEvery is the default of [Options.CheckEvery].
+const DefaultCheckEvery = 5 * time.Second
 
 // Bus is a watermill Publisher and Subscriber on NATS JetStream. It is
 // safe for concurrent use.
@@ -73,6 +85,7 @@ type Bus struct {
 
 	mu      sync.Mutex
 	streams map[string]bool // topics whose stream exists
+	subs    map[chan struct{}]struct{}
 	closed  bool
 }
 
@@ -97,10 +110,18 @@ func Open(url string, opts *Options) (*Bus, error) {
 	if o.Logger == nil {
 		o.Logger = watermill.NopLogger{}
 	}
+	if o.CheckEvery == 0 {
+		o.CheckEvery = DefaultCheckEvery
+	}
+	b := &Bus{opts: o, streams: map[string]bool{}, subs: map[chan struct{}]struct{}{}}
 	nopts := append([]nats.Option{
 		nats.Name(o.Name),
+		nats.ReconnectHandler(func(*nats.Conn) { b.checkAll() }),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		// While the server is away a publish fails at once (the journal
+		// logs it; subscribers read the store), instead of queueing.
+		nats.ReconnectBufSize(-1),
 		nats.RetryOnFailedConnect(false),
 	}, o.NatsOptions...)
 	conn, err := nats.Connect(url, nopts...)
@@ -118,11 +139,15 @@ func Open(url string, opts *Options) (*Bus, error) {
 	}
 	identity := func(_, topic string) *wmnats.SubjectDetail { return &wmnats.SubjectDetail{Primary: topic} }
 	jsCfg := wmnats.JetStreamConfig{
-		TrackMsgId: true, // the message id (the event's sequence) de-duplicates
-		AckAsync:   true, // ordered consumers take no acknowledgement
+		TrackMsgId:     true, // the message id (the event's sequence) de-duplicates
+		AckAsync:       true, // ordered consumers take no acknowledgement
+		PublishOptions: []nats.PubOpt{nats.AckWait(2 * time.Second)},
 		SubscribeOptions: []nats.SubOpt{
 			nats.OrderedConsumer(),
 			nats.DeliverNew(),
+			// A consumer the server lost (it restarted) is noticed after
+			// two missed heartbeats and re-created.
+			nats.IdleHeartbeat(time.Second),
 		},
 	}
 	pub, err := wmnats.NewPublisherWithNatsConn(conn, wmnats.PublisherPublishConfig{
@@ -145,7 +170,20 @@ func Open(url string, opts *Options) (*Bus, error) {
 		conn.Close()
 		return nil, fmt.Errorf("natsbus: subscriber: %w", err)
 	}
-	return &Bus{conn: conn, js: js, pub: pub, sub: sub, opts: o, streams: map[string]bool{}}, nil
+	b.conn, b.js, b.pub, b.sub = conn, js, pub, sub
+	return b, nil
+}
+
+// checkAll tells every subscription to look in the store.
+func (b *Bus) checkAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for c := range b.subs {
+		select {
+		case c <- struct{}{}:
+		default: // one is pending already
+		}
+	}
 }
 
 // Publish sends each message on the subject of its event type under topic.
@@ -169,11 +207,59 @@ func (b *Bus) Subscribe(ctx context.Context, topic string) (<-chan *message.Mess
 	if err := b.ensureStream(topic); err != nil {
 		return nil, err
 	}
-	ch, err := b.sub.Subscribe(ctx, topic+".>")
+	in, err := b.sub.Subscribe(ctx, topic+".>")
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: subscribe to %s: %w", topic, err)
 	}
-	return ch, nil
+	check := make(chan struct{}, 1)
+	b.mu.Lock()
+	b.subs[check] = struct{}{}
+	b.mu.Unlock()
+	out := make(chan *message.Message)
+	go func() {
+		defer close(out)
+		defer func() {
+			b.mu.Lock()
+			delete(b.subs, check)
+			b.mu.Unlock()
+		}()
+		var tick <-chan time.Time
+		if b.opts.CheckEvery > 0 {
+			t := time.NewTicker(b.opts.CheckEvery)
+			defer t.Stop()
+			tick = t.C
+		}
+		for {
+			var m *message.Message
+			select {
+			case msg, ok := <-in:
+				if !ok {
+					return
+				}
+				m = msg
+			case <-check:
+				m = checkStore()
+			case <-tick:
+				m = checkStore()
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// checkStore returns a message telling a journal subscription to read
+// from the store what the bus may have lost.
+func checkStore() *message.Message {
+	m := message.NewMessage(watermill.NewShortUUID(), nil)
+	m.Metadata.Set(journal.MetaCheckStore, "1")
+	return m
 }
 
 // StreamName returns the name of the JetStream stream that holds topic.

@@ -73,7 +73,9 @@ func Start(t testing.TB) *Server {
 }
 
 // URL returns the server's address.
-func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.srv.Addr().(*net.TCPAddr).Port) }
+func (s *Server) URL() string {
+	return fmt.Sprintf("nats://127.0.0.1:%d", s.srv.Addr().(*net.TCPAddr).Port)
+}
 
 // Stop shuts the server down and waits until it is gone. Idempotent.
 func (s *Server) Stop() {
