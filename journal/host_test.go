@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 
 	"github.com/mcplife/mcplife/events"
@@ -60,5 +61,35 @@ func TestDefaultHost(t *testing.T) {
 	}
 	if got, want := stored[0].Host, events.DefaultHost(); got != want || len(want) != len("h-")+12 {
 		t.Errorf("host %q, want the default %q (h- and 12 hex digits)", got, want)
+	}
+}
+
+// A bus that lost the last messages tells a subscription to look in the
+// store (MetaCheckStore): what it missed arrives without a later event.
+func TestCheckStoreMessageFillsTrailingLoss(t *testing.T) {
+	ctx := t.Context()
+	bus := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	defer bus.Close()
+	j, _ := newJournal(t, &journal.Options{Publisher: &selectivePublisher{Publisher: bus, keep: func(n int) bool { return n <= 3 }}, Subscriber: bus})
+	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for i := range 6 {
+		if _, err := j.Append(ctx, "s", ev(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive(t, sub, 3) // the bus brought these; 4 to 6 were lost
+	check := message.NewMessage(watermill.NewUUID(), nil)
+	check.Metadata.Set(journal.MetaCheckStore, "1")
+	if err := bus.Publish(journal.DefaultTopic, check); err != nil {
+		t.Fatal(err)
+	}
+	for want := uint64(4); want <= 6; want++ {
+		if env := <-sub.C(); env.Seq != want {
+			t.Fatalf("seq %d, want %d", env.Seq, want)
+		}
 	}
 }
