@@ -20,7 +20,9 @@
 //
 // config.json holds the manager's gate, the servers (events.ServerConfig
 // fields plus "fixture" behaviours of internal/fixture, "@name" naming a
-// gate) and a tool cache seeded as an earlier session would have left it.
+// gate) and a cache seeded as an earlier session would have left it
+// ("cache": tool names, "cacheResources": resource URIs, "cachePrompts":
+// prompt names, per server).
 // The script's steps run one after another; the four last sections are
 // the recorded output, rewritten by `go test ./test/golden -update`:
 // events (one events.Describe line per event, correlation ids renamed c1,

@@ -241,6 +241,37 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		}
 	}
 
+	for _, name := range slices.Sorted(maps.Keys(cfg.CacheResources)) {
+		c, ok := r.configs[name]
+		if !ok {
+			t.Fatalf("%s: cached resources for unknown server %q", sectionConfig, name)
+		}
+		var res []events.ResourceDef
+		for _, uri := range cfg.CacheResources[name] {
+			res = append(res, events.ResourceDef{URI: uri, Name: "cached " + uri})
+		}
+		if _, err := j.Append(ctx, "earlier-session", &events.ResourcesListed{
+			Server: c.Name, ConfigHash: c.Hash(), Resources: res, Count: len(res), Cause: events.CauseInitial,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.CachePrompts)) {
+		c, ok := r.configs[name]
+		if !ok {
+			t.Fatalf("%s: cached prompts for unknown server %q", sectionConfig, name)
+		}
+		var prompts []events.PromptDef
+		for _, p := range cfg.CachePrompts[name] {
+			prompts = append(prompts, events.PromptDef{Name: p, Description: "cached " + p})
+		}
+		if _, err := j.Append(ctx, "earlier-session", &events.PromptsListed{
+			Server: c.Name, ConfigHash: c.Hash(), Prompts: prompts, Count: len(prompts), Cause: events.CauseInitial,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	r.rec = newRecorder(t, ctx, j)
 	if _, err := j.Append(ctx, sessionID, &events.SessionStarted{Cwd: r.cwd, Gate: r.gate}); err != nil {
 		t.Fatal(err)

@@ -47,6 +47,10 @@ type scenario struct {
 	// Cache seeds the tool cache with a list of tool names per server, as
 	// an earlier session would have recorded for the same configuration.
 	Cache map[string][]string `json:"cache"`
+	// CacheResources and CachePrompts seed the cache with resource URIs
+	// and prompt names per server, likewise.
+	CacheResources map[string][]string `json:"cacheResources"`
+	CachePrompts   map[string][]string `json:"cachePrompts"`
 }
 
 // serverSpec is one server of a scenario: an events.ServerConfig (JSON
