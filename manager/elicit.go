@@ -29,11 +29,12 @@ func DeclineElicitation(context.Context, string, *mcp.ElicitParams) (*mcp.Elicit
 	return &mcp.ElicitResult{Action: "decline"}, nil
 }
 
-// AcceptElicitationDefaults is an [ElicitFunc] that accepts every form
-// with the schema's default values, and declines a URL request (there is
-// no user to visit it).
+// AcceptElicitationDefaults is an [ElicitFunc] that accepts a form with
+// the schema's default values when every required field has one, and
+// declines any other form (only a user could fill it) and a URL request
+// (there is no user to visit it).
 func AcceptElicitationDefaults(_ context.Context, _ string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if req.Mode == "url" {
+	if req.Mode == "url" || !schemaDefaults(req.RequestedSchema).complete(nil) {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
@@ -103,6 +104,7 @@ func (m *Manager) sampleHandler(s *server) func(context.Context, *mcp.CreateMess
 // of those that have one.
 type formDefaults struct {
 	fields   []string
+	required []string
 	defaults map[string]any
 }
 
@@ -118,10 +120,12 @@ func schemaDefaults(schema any) formDefaults {
 		Properties map[string]struct {
 			Default json.RawMessage `json:"default"`
 		} `json:"properties"`
+		Required []string `json:"required"`
 	}
 	if json.Unmarshal(b, &s) != nil {
 		return d
 	}
+	d.required = s.Required
 	d.defaults = map[string]any{}
 	for name, p := range s.Properties {
 		d.fields = append(d.fields, name)
@@ -131,6 +135,19 @@ func schemaDefaults(schema any) formDefaults {
 		}
 	}
 	return d
+}
+
+// complete reports whether content, with the defaults filled in, holds
+// every required field.
+func (d formDefaults) complete(content map[string]any) bool {
+	for _, name := range d.required {
+		_, given := content[name]
+		_, def := d.defaults[name]
+		if !given && !def {
+			return false
+		}
+	}
+	return true
 }
 
 // fill returns content with every field it lacks that has a default set

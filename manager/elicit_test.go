@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -162,5 +163,39 @@ func TestSamplingAnswered(t *testing.T) {
 		"SamplingAnswered asker model=test-model stopReason=endTurn",
 	}, story()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestAcceptDefaultsDeclinesWhatOnlyAUserCouldFill: a form with a required
+// field that has no default cannot be accepted with defaults alone (the
+// answer would not satisfy the schema), so it is declined, as a URL
+// request is.
+func TestAcceptDefaultsDeclinesWhatOnlyAUserCouldFill(t *testing.T) {
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"name":  map[string]any{"type": "string"},
+			"color": map[string]any{"type": "string", "default": "blue"},
+		},
+	}
+	for _, tc := range []struct {
+		name     string
+		required []string
+		mode     string
+		want     string
+	}{
+		{"required fields have defaults", []string{"color"}, "", "accept"},
+		{"no required fields", nil, "", "accept"},
+		{"a required field without a default", []string{"name", "color"}, "", "decline"},
+		{"url", nil, "url", "decline"},
+	} {
+		s := maps.Clone(schema)
+		if tc.required != nil {
+			s["required"] = tc.required
+		}
+		res, err := AcceptElicitationDefaults(t.Context(), "srv", &mcp.ElicitParams{Mode: tc.mode, RequestedSchema: s})
+		if err != nil || res.Action != tc.want {
+			t.Errorf("%s: %+v %v, want %s", tc.name, res, err, tc.want)
+		}
 	}
 }
