@@ -36,13 +36,33 @@ type Env struct {
 // of the session's history reported as a test error.
 func New(t *testing.T, session string) *Env {
 	t.Helper()
+	return NewWith(t, session, nil)
+}
+
+// NewWith is [New] with more manager options (callbacks, say); Cwd, Gate
+// and Logger are set as New sets them unless opts sets them.
+func NewWith(t *testing.T, session string, opts *manager.Options) *Env {
+	t.Helper()
+	var o manager.Options
+	if opts != nil {
+		o = *opts
+	}
 	st := memory.New()
 	j, err := journal.New(st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cwd := t.TempDir()
-	m, err := manager.New(j, session, &manager.Options{Cwd: cwd, Gate: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	if o.Cwd == "" {
+		o.Cwd = t.TempDir()
+	}
+	if o.Gate == 0 {
+		o.Gate = time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cwd := o.Cwd
+	m, err := manager.New(j, session, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
