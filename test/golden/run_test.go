@@ -22,9 +22,11 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/internal/fixture/oauthfixture"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/oauth"
 	"github.com/mcplife/mcplife/store/memory"
 	"github.com/mcplife/mcplife/verify"
 )
@@ -190,6 +192,14 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		c := spec.ServerConfig.Clone()
 		// "beta#2" is a second configuration of server beta.
 		c.Name, _, _ = strings.Cut(name, "#")
+		if spec.Serve == "oauth" {
+			srv, err := oauthfixture.Start(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { srv.Close() })
+			c.Type, c.URL = events.TransportHTTP, srv.URL
+		}
 		if spec.Fixture != nil {
 			behaviours := make([]string, len(spec.Fixture))
 			for i, b := range spec.Fixture {
@@ -276,12 +286,19 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 	if _, err := j.Append(ctx, sessionID, &events.SessionStarted{Cwd: r.cwd, Gate: r.gate}); err != nil {
 		t.Fatal(err)
 	}
+	// OAuth tokens stay in memory; a login's browser follows the
+	// redirects of the fixture's authorization server.
+	authorizer, err := oauth.New(&oauth.Options{Store: oauth.NewMemoryStore(), Open: oauthfixture.Browser})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := manager.New(j, sessionID, &manager.Options{
 		Cwd:       r.cwd,
 		Gate:      r.gate,
 		Reconnect: r.reconnect,
 		Logger:    slog.New(r.logs),
 		OnGate:    r.decided.add,
+		OAuth:     authorizer,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -485,6 +502,15 @@ func (r *runner) act(s step) ([]string, error) {
 			return nil, errors.New("want disconnect NAME")
 		}
 		return []string{errText(r.m.DisconnectServer(ctx, s.Args[0]))}, nil
+	case "login":
+		if len(s.Args) != 1 {
+			return nil, errors.New("want login NAME")
+		}
+		res, err := r.m.Login(ctx, s.Args[0])
+		if err != nil {
+			return []string{errText(err)}, nil
+		}
+		return []string{fmt.Sprintf("logged in scopes=[%s]", strings.Join(res.Scopes, " "))}, nil
 	case "disconnect-all":
 		return []string{errText(r.m.DisconnectAll(ctx))}, nil
 	case "call":

@@ -62,7 +62,9 @@ type serverSpec struct {
 	// path of the scenario's gate called name.
 	Fixture []string `json:"fixture,omitempty"`
 	// Serve runs the fixture in the test process over "http" (streamable
-	// HTTP) or "sse" instead of as a stdio child.
+	// HTTP) or "sse" instead of as a stdio child; "oauth" makes the server
+	// the OAuth-protected MCP server of internal/fixture/oauthfixture (no
+	// fixture behaviours), whose logins the "login" step completes.
 	Serve string `json:"serve,omitempty"`
 	// Source overrides the default source metadata (mcplife, user level).
 	Source *events.SourceMeta `json:"source,omitempty"`
@@ -130,6 +132,7 @@ var stepVerbs = map[string]bool{
 	"reload":         true,
 	"reload-failing": true,
 	"disconnect":     true,
+	"login":          true,
 	"disconnect-all": true,
 	"call":           true,
 	"release":        true,
