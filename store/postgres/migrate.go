@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"path"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/migrations"
 )
 
 // migrationFS holds the schema, one file per version: NNNN_name.sql. Each
@@ -23,43 +20,16 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order, checking
-// that their versions run 1, 2, 3, … without gaps.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names { // fs.Glob returns sorted names
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("postgres: migration %s: name must start with a number and '_'", base)
-		}
-		if v != len(ms)+1 {
-			return nil, fmt.Errorf("postgres: migration %s: version %d, want %d", base, v, len(ms)+1)
-		}
-		b, err := migrationFS.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	return ms, nil
+// schemaMigrations returns the embedded migrations in version order, checking
+// that their versions run 1, 2, 3, … without gaps (see [migrations.Load]).
+func schemaMigrations() ([]migrations.Migration, error) {
+	return migrations.Load("postgres", migrationFS, "migrations")
 }
 
 // schemaVersion is the schema version this package writes, the highest
 // version recorded in the schema's migrations table.
 var schemaVersion = func() int {
-	ms, err := migrations()
+	ms, err := schemaMigrations()
 	if err != nil {
 		panic(err) // the embedded files are fixed at build time; a test covers them
 	}
@@ -104,7 +74,7 @@ func (db *DB) currentVersion(ctx context.Context, q querier) (int, error) {
 // schema at once apply each migration exactly once, one after another; the
 // first one also creates the schema and the migrations table.
 func (db *DB) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := schemaMigrations()
 	if err != nil {
 		return err
 	}
@@ -114,7 +84,7 @@ func (db *DB) migrate(ctx context.Context) error {
 			return err
 		}
 		if applied {
-			db.log.Info("postgres: migrated", "schema", db.schema, "version", m.version, "migration", m.name)
+			db.log.Info("postgres: migrated", "schema", db.schema, "version", m.Version, "migration", m.Name)
 		}
 	}
 	return nil
@@ -132,7 +102,7 @@ func migrationLockKey(schema string) int64 {
 // latest is the newest version the caller knows; a schema beyond it is an
 // error wrapping [store.ErrNewerSchema], and the transaction is rolled back
 // having changed nothing.
-func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool, error) {
+func (db *DB) applyMigration(ctx context.Context, m migrations.Migration, latest int) (bool, error) {
 	applied := false
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(db.schema)); err != nil {
@@ -145,7 +115,7 @@ func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool
 		if cur > latest {
 			return db.newerSchema(cur)
 		}
-		if cur >= m.version {
+		if cur >= m.Version {
 			return nil
 		}
 		if cur == 0 {
@@ -159,10 +129,10 @@ func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool
 		}
 		// Without arguments, pgx sends the file as one simple query, so it
 		// may hold several statements.
-		if _, err := tx.Exec(ctx, m.sql, pgx.QueryExecModeSimpleProtocol); err != nil {
-			return fmt.Errorf("%s: %w", m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO `+db.q.schema+`.migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+db.q.schema+`.migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 			return fmt.Errorf("record version: %w", err)
 		}
 		applied = true
@@ -172,7 +142,7 @@ func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool
 		return false, err
 	}
 	if err != nil {
-		return false, fmt.Errorf("postgres: migrate schema %s to %d: %w", db.schema, m.version, mapErr(err))
+		return false, fmt.Errorf("postgres: migrate schema %s to %d: %w", db.schema, m.Version, mapErr(err))
 	}
 	return applied, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/migrations"
 	"github.com/mcplife/mcplife/store/postgres/pgtest"
 )
 
@@ -29,7 +30,7 @@ func testEnvelope(n int) events.Envelope {
 }
 
 func TestMigrationsAreNumberedFromOne(t *testing.T) {
-	ms, err := migrations()
+	ms, err := schemaMigrations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestMigrationsAreNumberedFromOne(t *testing.T) {
 		t.Fatalf("%d migrations, schema version %d", len(ms), schemaVersion)
 	}
 	for i, m := range ms {
-		if m.version != i+1 || m.sql == "" {
+		if m.Version != i+1 || m.SQL == "" {
 			t.Fatalf("migration %d: %+v", i, m)
 		}
 	}
@@ -49,8 +50,8 @@ func TestMigrationsAreNumberedFromOne(t *testing.T) {
 func TestFailedMigrationChangesNothing(t *testing.T) {
 	db, _ := openTest(t)
 	ctx := t.Context()
-	bad := migration{version: schemaVersion + 1, name: "bad.sql", sql: "CREATE TABLE half (x integer); INSERT INTO no_such_table VALUES (1);"}
-	if _, err := db.applyMigration(ctx, bad, bad.version); err == nil {
+	bad := migrations.Migration{Version: schemaVersion + 1, Name: "bad.sql", SQL: "CREATE TABLE half (x integer); INSERT INTO no_such_table VALUES (1);"}
+	if _, err := db.applyMigration(ctx, bad, bad.Version); err == nil {
 		t.Fatal("a failing migration returned nil")
 	}
 	var half bool
@@ -63,9 +64,9 @@ func TestFailedMigrationChangesNothing(t *testing.T) {
 
 	// A good one applies once and is then skipped; its statements ran in
 	// the store's schema.
-	good := migration{version: schemaVersion + 1, name: "good.sql", sql: "CREATE TABLE later (x integer);"}
+	good := migrations.Migration{Version: schemaVersion + 1, Name: "good.sql", SQL: "CREATE TABLE later (x integer);"}
 	for i, want := range []bool{true, false} {
-		applied, err := db.applyMigration(ctx, good, good.version)
+		applied, err := db.applyMigration(ctx, good, good.Version)
 		if err != nil || applied != want {
 			t.Fatalf("applyMigration #%d = %v, %v; want %v", i+1, applied, err, want)
 		}

@@ -6,12 +6,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"strconv"
-	"strings"
 
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/migrations"
 )
 
 // migrationFS holds the schema, one file per version: NNNN_name.sql.
@@ -19,43 +16,16 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order, checking
-// that their versions run 1, 2, 3, … without gaps.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names { // fs.Glob returns sorted names
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("sqlite: migration %s: name must start with a number and '_'", base)
-		}
-		if v != len(ms)+1 {
-			return nil, fmt.Errorf("sqlite: migration %s: version %d, want %d", base, v, len(ms)+1)
-		}
-		b, err := migrationFS.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	return ms, nil
+// schemaMigrations returns the embedded migrations in version order, checking
+// that their versions run 1, 2, 3, … without gaps (see [migrations.Load]).
+func schemaMigrations() ([]migrations.Migration, error) {
+	return migrations.Load("sqlite", migrationFS, "migrations")
 }
 
 // schemaVersion is the schema version this package writes, recorded in the
 // database's PRAGMA user_version.
 var schemaVersion = func() int {
-	ms, err := migrations()
+	ms, err := schemaMigrations()
 	if err != nil {
 		panic(err) // the embedded files are fixed at build time; a test covers them
 	}
@@ -76,7 +46,7 @@ func userVersion(ctx context.Context, q interface {
 // read again inside each transaction, so two processes opening the same new
 // file do not both apply a migration.
 func (db *DB) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := schemaMigrations()
 	if err != nil {
 		return err
 	}
@@ -86,7 +56,7 @@ func (db *DB) migrate(ctx context.Context) error {
 			return err
 		}
 		if applied {
-			db.log.Info("sqlite: migrated", "file", db.path, "version", m.version, "migration", m.name)
+			db.log.Info("sqlite: migrated", "file", db.path, "version", m.Version, "migration", m.Name)
 		}
 	}
 	return nil
@@ -95,7 +65,7 @@ func (db *DB) migrate(ctx context.Context) error {
 // applyMigration applies m unless the database is at its version already.
 // latest is the newest version the caller knows; a database beyond it is an
 // error wrapping [store.ErrNewerSchema].
-func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool, error) {
+func (db *DB) applyMigration(ctx context.Context, m migrations.Migration, latest int) (bool, error) {
 	applied := false
 	err := db.writeTx(ctx, func(bg context.Context) error {
 		cur, err := userVersion(bg, db.wconn)
@@ -105,14 +75,14 @@ func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool
 		if cur > latest {
 			return db.newerSchema(cur)
 		}
-		if cur >= m.version {
+		if cur >= m.Version {
 			return nil
 		}
-		if _, err := db.wconn.ExecContext(bg, m.sql); err != nil {
-			return fmt.Errorf("%s: %w", m.name, err)
+		if _, err := db.wconn.ExecContext(bg, m.SQL); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
 		}
-		// PRAGMA takes no parameters; m.version is an int from the file name.
-		if _, err := db.wconn.ExecContext(bg, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+		// PRAGMA takes no parameters; m.Version is an int from the file name.
+		if _, err := db.wconn.ExecContext(bg, fmt.Sprintf("PRAGMA user_version = %d", m.Version)); err != nil {
 			return fmt.Errorf("set user_version: %w", err)
 		}
 		applied = true
@@ -122,7 +92,7 @@ func (db *DB) applyMigration(ctx context.Context, m migration, latest int) (bool
 		return false, err
 	}
 	if err != nil {
-		return false, fmt.Errorf("sqlite: migrate %s to %d: %w", db.path, m.version, err)
+		return false, fmt.Errorf("sqlite: migrate %s to %d: %w", db.path, m.Version, err)
 	}
 	return applied, nil
 }

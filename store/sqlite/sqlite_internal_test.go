@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/migrations"
 )
 
 func TestMigrationsAreNumberedFromOne(t *testing.T) {
-	ms, err := migrations()
+	ms, err := schemaMigrations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,7 +18,7 @@ func TestMigrationsAreNumberedFromOne(t *testing.T) {
 		t.Fatalf("%d migrations, schema version %d", len(ms), schemaVersion)
 	}
 	for i, m := range ms {
-		if m.version != i+1 || m.sql == "" {
+		if m.Version != i+1 || m.SQL == "" {
 			t.Fatalf("migration %d: %+v", i, m)
 		}
 	}
@@ -33,8 +34,8 @@ func TestFailedMigrationChangesNothing(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := t.Context()
-	bad := migration{version: schemaVersion + 1, name: "bad.sql", sql: "CREATE TABLE half (x); INSERT INTO no_such_table VALUES (1);"}
-	if _, err := db.applyMigration(ctx, bad, bad.version); err == nil {
+	bad := migrations.Migration{Version: schemaVersion + 1, Name: "bad.sql", SQL: "CREATE TABLE half (x); INSERT INTO no_such_table VALUES (1);"}
+	if _, err := db.applyMigration(ctx, bad, bad.Version); err == nil {
 		t.Fatal("a failing migration returned nil")
 	}
 	var n int
@@ -50,9 +51,9 @@ func TestFailedMigrationChangesNothing(t *testing.T) {
 	}
 
 	// A good one applies once and is then skipped.
-	good := migration{version: schemaVersion + 1, name: "good.sql", sql: "CREATE TABLE later (x);"}
+	good := migrations.Migration{Version: schemaVersion + 1, Name: "good.sql", SQL: "CREATE TABLE later (x);"}
 	for i, want := range []bool{true, false} {
-		applied, err := db.applyMigration(ctx, good, good.version)
+		applied, err := db.applyMigration(ctx, good, good.Version)
 		if err != nil || applied != want {
 			t.Fatalf("applyMigration #%d = %v, %v; want %v", i+1, applied, err, want)
 		}
