@@ -8,117 +8,25 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/groupcommit"
 )
 
-// Group commit. Every Append queues a request and then waits for the first
-// of three things: its request is done, its context is done, or no group
-// is being written. The one that finds no group being written leads: it
-// takes every request queued so far and writes them in one transaction,
-// then completes them all. So appends that arrive while a commit is in
-// flight share the next commit.
+// Group commit (see package groupcommit for the queue, its order and its
+// cancellation). Here the writer token is held while a group is being
+// written, so one group of this process is written at a time.
 //
-// The transaction is one pipeline of statements, sent in a single round
-// trip and run by the server as one implicit transaction that commits at
-// its end: the counter lock, then one append statement per request (see
-// appendSQL). A version conflict is not an error to the server: that
-// request's statement writes nothing and reports the stream's version, and
-// the others go on. A request whose context is done before a leader takes
-// it is removed from the queue and writes nothing; once taken, it is
-// committed with the rest or fails with the transaction. The leader's
-// statements run without its context's cancellation: cancelling a query
-// would close the connection and leave the commit's outcome unknown.
+// A group's transaction is one pipeline of statements, sent in a single
+// round trip and run by the server as one implicit transaction that
+// commits at its end: the counter lock, then one append statement per
+// request (see appendSQL). A version conflict is not an error to the
+// server: that request's statement writes nothing and reports the stream's
+// version, and the others go on. The statements run without the leader's
+// context's cancellation: cancelling a query would close the connection
+// and leave the commit's outcome unknown.
 
-// appendRequest is one Append waiting for, or written by, a group
-// transaction. out and err are set before done is closed.
-type appendRequest struct {
-	ctx      context.Context
-	stream   string
-	expected int64
-	envs     []events.Envelope
-
-	out  []events.Envelope
-	err  error
-	done chan struct{}
-}
-
-// appendGroup queues rs together (one leader takes them all, in order, into
-// one transaction), waits for that transaction and leaves each request's
-// result in it. When ctx is done before a leader took them, they are
-// removed and each fails with ctx's error.
-func (db *DB) appendGroup(ctx context.Context, rs []*appendRequest) {
-	db.qmu.Lock()
-	db.queue = append(db.queue, rs...)
-	queued := len(db.queue)
-	db.qmu.Unlock()
-	if db.testHookQueued != nil {
-		db.testHookQueued(queued)
-	}
-	// The requests are closed in queue order by the leader that took them,
-	// so the last one's done means all are.
-	last := rs[len(rs)-1]
-	select {
-	case <-last.done:
-	case db.wsem <- struct{}{}:
-		db.lead()
-		// Either these requests were in the group, or an earlier leader
-		// wrote them and closed done before it let go of wsem.
-		<-last.done
-	case <-ctx.Done():
-		if db.dequeue(rs) {
-			for _, r := range rs {
-				r.err = ctx.Err()
-			}
-			return
-		}
-		<-last.done // a leader has them: committed, or failed with the group
-	}
-}
-
-// dequeue removes rs from the queue and reports whether they were still
-// there, that is, not yet taken by a leader (a leader takes all of them or
-// none).
-func (db *DB) dequeue(rs []*appendRequest) bool {
-	db.qmu.Lock()
-	defer db.qmu.Unlock()
-	for i, q := range db.queue {
-		if q == rs[0] {
-			db.queue = append(db.queue[:i], db.queue[i+len(rs):]...)
-			return true
-		}
-	}
-	return false
-}
-
-// lead takes every queued request, writes them in one transaction and
-// completes each. The caller holds a token in wsem; lead returns it after
-// completing the requests.
-func (db *DB) lead() {
-	defer func() { <-db.wsem }()
-	db.qmu.Lock()
-	group := db.queue
-	db.queue = nil
-	db.qmu.Unlock()
-	db.writeGroup(group)
-	for _, r := range group {
-		close(r.done)
-	}
-}
-
-// writeGroup writes group in one transaction and sets each request's
-// result. Requests whose context is done are left out with the context's
-// error.
-func (db *DB) writeGroup(group []*appendRequest) {
-	var live []*appendRequest
-	for _, r := range group {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err
-			continue
-		}
-		live = append(live, r)
-	}
-	if len(live) == 0 {
-		return
-	}
+// writeGroup writes live in one transaction and sets each request's
+// result. It is the committer's write function: one group at a time.
+func (db *DB) writeGroup(live []*groupcommit.Request) {
 	ctx := context.Background()
 	err := db.writeTx(ctx, live)
 	if err == nil {
@@ -129,14 +37,14 @@ func (db *DB) writeGroup(group []*appendRequest) {
 		// back, say) and rolled back the rest with it. Write each on its
 		// own, in order, so only the one at fault fails.
 		for _, r := range live {
-			if err := db.writeTx(ctx, []*appendRequest{r}); err != nil {
-				r.out, r.err = nil, err
+			if err := db.writeTx(ctx, []*groupcommit.Request{r}); err != nil {
+				r.Out, r.Err = nil, err
 			}
 		}
 		return
 	}
 	for _, r := range live {
-		r.out, r.err = nil, err
+		r.Out, r.Err = nil, err
 	}
 }
 
@@ -144,7 +52,7 @@ func (db *DB) writeGroup(group []*appendRequest) {
 // commit. It sets each request's result, a version conflict included, and
 // returns an error when the transaction did not commit (or, the connection
 // lost, may not have); the results are then void.
-func (db *DB) writeTx(ctx context.Context, rs []*appendRequest) error {
+func (db *DB) writeTx(ctx context.Context, rs []*groupcommit.Request) error {
 	db.groupTxs.Add(1)
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
@@ -157,7 +65,7 @@ func (db *DB) writeTx(ctx context.Context, rs []*appendRequest) error {
 	b := &pgx.Batch{}
 	b.Queue(db.q.lock)
 	for _, r := range rs {
-		r.out, r.err = nil, nil
+		r.Out, r.Err = nil, nil
 		db.queueAppend(b, r)
 	}
 	br := conn.SendBatch(ctx, b)
@@ -166,7 +74,7 @@ func (db *DB) writeTx(ctx context.Context, rs []*appendRequest) error {
 		return fmt.Errorf("lock sequence counter: %w", mapErr(err))
 	}
 	for _, r := range rs {
-		if err := r.scan(br.QueryRow()); err != nil {
+		if err := scanAppend(r, br.QueryRow()); err != nil {
 			br.Close()
 			return mapErr(err)
 		}
@@ -181,15 +89,15 @@ func (db *DB) writeTx(ctx context.Context, rs []*appendRequest) error {
 
 // queueAppend queues r's append statement on b: one event as plain
 // values, more as arrays, one per column.
-func (db *DB) queueAppend(b *pgx.Batch, r *appendRequest) {
-	n := len(r.envs)
+func (db *DB) queueAppend(b *pgx.Batch, r *groupcommit.Request) {
+	n := len(r.Envs)
 	var first, last int64
 	if n > 0 {
-		first, last = r.envs[0].Time.UnixNano(), r.envs[n-1].Time.UnixNano()
+		first, last = r.Envs[0].Time.UnixNano(), r.Envs[n-1].Time.UnixNano()
 	}
 	if n == 1 {
-		e := r.envs[0]
-		b.Queue(db.q.appendOne, r.stream, r.expected, int64(1), e.Type, int32(e.Schema), first,
+		e := r.Envs[0]
+		b.Queue(db.q.appendOne, r.Stream, r.Expected, int64(1), e.Type, int32(e.Schema), first,
 			e.SessionID, e.CorrelationID, e.Host, notNil(e.Data), first, last)
 		return
 	}
@@ -202,12 +110,12 @@ func (db *DB) queueAppend(b *pgx.Batch, r *appendRequest) {
 		hosts    = make([]string, n)
 		data     = make([][]byte, n)
 	)
-	for i, e := range r.envs {
+	for i, e := range r.Envs {
 		types[i], schemas[i], times[i] = e.Type, int32(e.Schema), e.Time.UnixNano()
 		sessions[i], corrs[i], hosts[i] = e.SessionID, e.CorrelationID, e.Host
 		data[i] = notNil(e.Data)
 	}
-	b.Queue(db.q.appendMany, r.stream, r.expected, int64(n), types, schemas, times, sessions, corrs, hosts, data, first, last)
+	b.Queue(db.q.appendMany, r.Stream, r.Expected, int64(n), types, schemas, times, sessions, corrs, hosts, data, first, last)
 }
 
 // notNil returns data, or an empty slice for nil: the column is NOT NULL,
@@ -219,9 +127,9 @@ func notNil(data []byte) []byte {
 	return data
 }
 
-// scan reads the result of r's append statement and sets r's result: the
-// stored envelopes, or a version conflict.
-func (r *appendRequest) scan(row pgx.Row) error {
+// scanAppend reads the result of r's append statement and sets r's result:
+// the stored envelopes, or a version conflict.
+func scanAppend(r *groupcommit.Request, row pgx.Row) error {
 	var (
 		cur  int64
 		base *int64
@@ -229,25 +137,25 @@ func (r *appendRequest) scan(row pgx.Row) error {
 	if err := row.Scan(&cur, &base); err != nil {
 		return err
 	}
-	if r.expected != store.AnyVersion && r.expected != cur {
-		r.err = fmt.Errorf("expected version %d, stream is at %d: %w", r.expected, cur, store.ErrVersionConflict)
+	if r.Expected != store.AnyVersion && r.Expected != cur {
+		r.Err = fmt.Errorf("expected version %d, stream is at %d: %w", r.Expected, cur, store.ErrVersionConflict)
 		return nil
 	}
-	if len(r.envs) == 0 {
+	if len(r.Envs) == 0 {
 		return nil
 	}
 	if base == nil {
-		return fmt.Errorf("append to %q wrote nothing at version %d", r.stream, cur)
+		return fmt.Errorf("append to %q wrote nothing at version %d", r.Stream, cur)
 	}
-	out := make([]events.Envelope, len(r.envs))
-	for i, e := range r.envs {
+	out := make([]events.Envelope, len(r.Envs))
+	for i, e := range r.Envs {
 		e = e.Clone()
 		e.Seq = uint64(*base) + uint64(i) + 1
-		e.Stream = r.stream
+		e.Stream = r.Stream
 		e.Version = uint64(cur) + uint64(i) + 1
 		e.Time = e.Time.UTC()
 		out[i] = e
 	}
-	r.out = out
+	r.Out = out
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/groupcommit"
 )
 
 var (
@@ -149,22 +150,16 @@ type DB struct {
 	pool     *pgxpool.Pool
 	q        queries
 
-	// wsem holds a token while a group transaction is being written (see
-	// appendGroup).
-	wsem chan struct{}
-
-	// qmu guards queue: the appends waiting for the next group
-	// transaction.
-	qmu   sync.Mutex
-	queue []*appendRequest
+	// commits queues the appends for the next group transaction, written
+	// by writeGroup, one group at a time.
+	commits *groupcommit.Committer
 
 	groupTxs atomic.Int64 // group transactions written, for tests
 
-	// Test hooks, set before the first Append: testHookQueued gets the
-	// queue's length after each Append joins it; testHookBeforeSend runs
-	// in each group transaction before its statements are sent, with the
-	// connection they will be sent on.
-	testHookQueued     func(queued int)
+	// testHookBeforeSend, set before the first Append, runs in each group
+	// transaction before its statements are sent, with the connection they
+	// will be sent on. (commits.TestHookQueued gets the queue's length
+	// after each Append joins it.)
 	testHookBeforeSend func(conn *pgx.Conn)
 
 	// mu guards closed. Every operation holds it for reading while it uses
@@ -223,8 +218,9 @@ func Open(ctx context.Context, connString string, opts *Options) (*DB, error) {
 		log:      o.Logger,
 		pool:     pool,
 		q:        newQueries(o.Schema),
-		wsem:     make(chan struct{}, 1),
 	}
+	// The token is held while a group is being written.
+	db.commits = groupcommit.New(groupcommit.Config{Sem: make(chan struct{}, 1), Write: db.writeGroup})
 	if err := db.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err

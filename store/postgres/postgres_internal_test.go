@@ -152,7 +152,7 @@ func TestGroupCommit(t *testing.T) {
 	<-entered
 	// The first group is being written; release it once all the others
 	// have queued behind it.
-	db.testHookQueued = func(queued int) {
+	db.commits.TestHookQueued = func(queued int) {
 		if queued == waiting {
 			close(release)
 		}

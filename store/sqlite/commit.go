@@ -7,113 +7,22 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/groupcommit"
 )
 
-// Group commit. Every Append queues a request and then waits for the first
-// of three things: its request is done, its context is done, or the writer
-// connection is free. The one that gets the writer leads: it takes every
-// request queued so far and writes them in one transaction, each inside its
-// own savepoint, then commits once. So appends that arrive while a commit is
-// in flight share the next commit and its flush of the log, and one flush
-// acknowledges them all.
-//
-// A request fails on its own (a version conflict, say) by rolling back to its
-// savepoint; the others in the transaction go on. A request whose context is
-// done before a leader takes it is removed from the queue and writes nothing;
-// once taken, it is committed with the rest or fails with the transaction.
-// The leader's statements run without its context's cancellation, like every
-// write.
+// Group commit (see package groupcommit for the queue, its order and its
+// cancellation). Here the writer token is wsem, held while a write uses the
+// one writer connection, so a snapshot or a migration holds the queue back
+// like a group in flight. A leader writes its group in one transaction,
+// each request inside its own savepoint, then commits once: one flush of
+// the log acknowledges them all. A request fails on its own (a version
+// conflict, say) by rolling back to its savepoint; the others in the
+// transaction go on. The statements run without the leader's context's
+// cancellation, like every write.
 
-// appendRequest is one Append waiting for, or written by, a group
-// transaction. out and err are set before done is closed.
-type appendRequest struct {
-	ctx      context.Context
-	stream   string
-	expected int64
-	envs     []events.Envelope
-
-	out  []events.Envelope
-	err  error
-	done chan struct{}
-}
-
-// appendGroup queues rs together (one leader takes them all, in order, into
-// one transaction), waits for that transaction and leaves each request's
-// result in it. When ctx is done before a leader took them, they are
-// removed and each fails with ctx's error.
-func (db *DB) appendGroup(ctx context.Context, rs []*appendRequest) {
-	db.qmu.Lock()
-	db.queue = append(db.queue, rs...)
-	queued := len(db.queue)
-	db.qmu.Unlock()
-	if db.testHookQueued != nil {
-		db.testHookQueued(queued)
-	}
-	// The requests are closed in queue order by the leader that took them,
-	// so the last one's done means all are.
-	last := rs[len(rs)-1]
-	select {
-	case <-last.done:
-	case db.wsem <- struct{}{}:
-		db.lead()
-		// Either these requests were in the group, or an earlier leader
-		// wrote them and closed done before it freed the writer.
-		<-last.done
-	case <-ctx.Done():
-		if db.dequeue(rs) {
-			for _, r := range rs {
-				r.err = ctx.Err()
-			}
-			return
-		}
-		<-last.done // a leader has them: committed, or failed with the group
-	}
-}
-
-// dequeue removes rs from the queue and reports whether they were still
-// there, that is, not yet taken by a leader (a leader takes all of them or
-// none).
-func (db *DB) dequeue(rs []*appendRequest) bool {
-	db.qmu.Lock()
-	defer db.qmu.Unlock()
-	for i, q := range db.queue {
-		if q == rs[0] {
-			db.queue = append(db.queue[:i], db.queue[i+len(rs):]...)
-			return true
-		}
-	}
-	return false
-}
-
-// lead takes every queued request, writes them in one transaction and
-// completes each. The caller holds the writer (a token in wsem); lead frees
-// it after completing the requests.
-func (db *DB) lead() {
-	defer func() { <-db.wsem }()
-	db.qmu.Lock()
-	group := db.queue
-	db.queue = nil
-	db.qmu.Unlock()
-	db.writeGroup(group)
-	for _, r := range group {
-		close(r.done)
-	}
-}
-
-// writeGroup writes group in one transaction and sets each request's result.
-// Requests whose context is done are left out with the context's error.
-func (db *DB) writeGroup(group []*appendRequest) {
-	var live []*appendRequest
-	for _, r := range group {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err
-			continue
-		}
-		live = append(live, r)
-	}
-	if len(live) == 0 {
-		return
-	}
+// writeGroup writes live in one transaction and sets each request's result.
+// It is the committer's write function: it runs with the writer held.
+func (db *DB) writeGroup(live []*groupcommit.Request) {
 	bg := context.Background()
 	db.groupTxs.Add(1)
 	err := db.inTx(bg, func() error {
@@ -121,8 +30,8 @@ func (db *DB) writeGroup(group []*appendRequest) {
 			// Alone in the transaction: its failure rolls back nothing but
 			// itself, so it needs no savepoint.
 			r := live[0]
-			if r.out, r.err = db.appendRows(bg, r.stream, r.expected, r.envs); r.err != nil {
-				return r.err
+			if r.Out, r.Err = db.appendRows(bg, r.Stream, r.Expected, r.Envs); r.Err != nil {
+				return r.Err
 			}
 		} else {
 			for _, r := range live {
@@ -140,8 +49,8 @@ func (db *DB) writeGroup(group []*appendRequest) {
 		return
 	}
 	for _, r := range live {
-		if r.err == nil {
-			r.out, r.err = nil, err
+		if r.Err == nil {
+			r.Out, r.Err = nil, err
 		}
 	}
 }
@@ -149,13 +58,13 @@ func (db *DB) writeGroup(group []*appendRequest) {
 // appendInSavepoint writes r inside a savepoint of the open transaction. If
 // r fails, the savepoint is rolled back and r gets the error; the returned
 // error is one that breaks the whole transaction.
-func (db *DB) appendInSavepoint(ctx context.Context, r *appendRequest) error {
+func (db *DB) appendInSavepoint(ctx context.Context, r *groupcommit.Request) error {
 	if _, err := db.wconn.ExecContext(ctx, "SAVEPOINT append"); err != nil {
 		return fmt.Errorf("savepoint: %w", mapErr(err))
 	}
-	out, err := db.appendRows(ctx, r.stream, r.expected, r.envs)
+	out, err := db.appendRows(ctx, r.Stream, r.Expected, r.Envs)
 	if err != nil {
-		r.err = err
+		r.Err = err
 		if _, err := db.wconn.ExecContext(ctx, "ROLLBACK TO append"); err != nil {
 			return fmt.Errorf("rollback to savepoint: %w", mapErr(err))
 		}
@@ -163,7 +72,7 @@ func (db *DB) appendInSavepoint(ctx context.Context, r *appendRequest) error {
 	if _, err := db.wconn.ExecContext(ctx, "RELEASE append"); err != nil {
 		return fmt.Errorf("release savepoint: %w", mapErr(err))
 	}
-	r.out = out
+	r.Out = out
 	return nil
 }
 

@@ -44,7 +44,7 @@ func newGroupHarness(t *testing.T) *groupHarness {
 		}
 		return nil
 	}
-	db.testHookQueued = func(n int) { h.queued <- n }
+	db.commits.TestHookQueued = func(n int) { h.queued <- n }
 	return h
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/groupcommit"
 )
 
 // pageSize is how many rows a read fetches per query.
@@ -115,12 +116,12 @@ func (db *DB) Append(ctx context.Context, stream string, expected int64, envs []
 		return nil, fmt.Errorf("sqlite: append %q: %w", stream, err)
 	}
 	defer db.release()
-	r := &appendRequest{ctx: ctx, stream: stream, expected: expected, envs: envs, done: make(chan struct{})}
-	db.appendGroup(ctx, []*appendRequest{r})
-	if r.err != nil {
-		return nil, fmt.Errorf("sqlite: append %q: %w", stream, r.err)
+	r := &groupcommit.Request{Stream: stream, Expected: expected, Envs: envs}
+	db.commits.Commit(ctx, []*groupcommit.Request{r})
+	if r.Err != nil {
+		return nil, fmt.Errorf("sqlite: append %q: %w", stream, r.Err)
 	}
-	return r.out, nil
+	return r.Out, nil
 }
 
 // AppendBatch implements [store.BatchAppender]: the requests are written in
@@ -144,25 +145,25 @@ func (db *DB) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []sto
 		return failAll(err)
 	}
 	defer db.release()
-	rs := make([]*appendRequest, 0, len(reqs))
+	rs := make([]*groupcommit.Request, 0, len(reqs))
 	idx := make([]int, 0, len(reqs))
 	for i, q := range reqs {
 		if err := store.CheckAppend("sqlite", q.Stream, q.Expected, q.Envs); err != nil {
 			res[i].Err = err
 			continue
 		}
-		r := &appendRequest{ctx: ctx, stream: q.Stream, expected: q.Expected, envs: q.Envs, done: make(chan struct{})}
+		r := &groupcommit.Request{Stream: q.Stream, Expected: q.Expected, Envs: q.Envs}
 		rs = append(rs, r)
 		idx = append(idx, i)
 	}
 	if len(rs) == 0 {
 		return res
 	}
-	db.appendGroup(ctx, rs)
+	db.commits.Commit(ctx, rs)
 	for k, r := range rs {
-		res[idx[k]].Envs = r.out
-		if r.err != nil {
-			res[idx[k]] = store.AppendResult{Err: fmt.Errorf("sqlite: append %q: %w", r.stream, r.err)}
+		res[idx[k]].Envs = r.Out
+		if r.Err != nil {
+			res[idx[k]] = store.AppendResult{Err: fmt.Errorf("sqlite: append %q: %w", r.Stream, r.Err)}
 		}
 	}
 	return res

@@ -21,6 +21,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/groupcommit"
 )
 
 var (
@@ -143,19 +144,17 @@ type DB struct {
 
 	stmts statements
 
-	// qmu guards queue: the appends waiting for the next group
-	// transaction (see appendGroup).
-	qmu   sync.Mutex
-	queue []*appendRequest
+	// commits queues the appends for the next group transaction, written
+	// by writeGroup with the token in wsem held.
+	commits *groupcommit.Committer
 
 	groupTxs atomic.Int64 // group transactions begun, for tests
 
-	// Test hooks, set before the first Append: testHookQueued gets the
-	// queue's length after each Append joins it; testHookInTx runs in
-	// each group transaction before its commit, and an error it returns
-	// fails the transaction.
-	testHookQueued func(queued int)
-	testHookInTx   func() error
+	// testHookInTx, set before the first Append, runs in each group
+	// transaction before its commit, and an error it returns fails the
+	// transaction. (commits.TestHookQueued gets the queue's length after
+	// each Append joins it.)
+	testHookInTx func() error
 
 	// mu guards closed. Every operation holds it for reading while it uses
 	// the connections; Close takes it for writing, so it waits for
@@ -245,6 +244,7 @@ func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
 	}
 	db.wconn = conn
 	db.wsem = make(chan struct{}, 1)
+	db.commits = groupcommit.New(groupcommit.Config{Sem: db.wsem, Write: db.writeGroup})
 
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
