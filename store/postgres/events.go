@@ -14,7 +14,6 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
-	"github.com/mcplife/mcplife/store/internal/groupcommit"
 )
 
 // checkAppend applies [store.CheckAppend] and refuses text PostgreSQL
@@ -58,67 +57,14 @@ func checkText(what, s string) error {
 // case it stores nothing. Times are stored as Unix nanoseconds and read
 // back in UTC.
 func (db *DB) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
-	if err := checkAppend(stream, expected, envs); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: append %q: %w", stream, err)
-	}
-	if err := db.acquire(true); err != nil {
-		return nil, fmt.Errorf("postgres: append %q: %w", stream, err)
-	}
-	defer db.release()
-	r := &groupcommit.Request{Stream: stream, Expected: expected, Envs: envs}
-	db.commits.Commit(ctx, []*groupcommit.Request{r})
-	if r.Err != nil {
-		return nil, fmt.Errorf("postgres: append %q: %w", stream, r.Err)
-	}
-	return r.Out, nil
+	return db.commits.Append(ctx, stream, expected, envs)
 }
 
 // AppendBatch implements [store.BatchAppender]: the requests are written in
 // one transaction (with appends queued at the same time) and committed
 // once. Each is checked as [DB.Append] checks it.
 func (db *DB) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
-	res := make([]store.AppendResult, len(reqs))
-	if len(reqs) == 0 {
-		return res
-	}
-	failAll := func(err error) []store.AppendResult {
-		for i, q := range reqs {
-			res[i].Err = fmt.Errorf("postgres: append %q: %w", q.Stream, err)
-		}
-		return res
-	}
-	if err := ctx.Err(); err != nil {
-		return failAll(err)
-	}
-	if err := db.acquire(true); err != nil {
-		return failAll(err)
-	}
-	defer db.release()
-	rs := make([]*groupcommit.Request, 0, len(reqs))
-	idx := make([]int, 0, len(reqs))
-	for i, q := range reqs {
-		if err := checkAppend(q.Stream, q.Expected, q.Envs); err != nil {
-			res[i].Err = err
-			continue
-		}
-		r := &groupcommit.Request{Stream: q.Stream, Expected: q.Expected, Envs: q.Envs}
-		rs = append(rs, r)
-		idx = append(idx, i)
-	}
-	if len(rs) == 0 {
-		return res
-	}
-	db.commits.Commit(ctx, rs)
-	for k, r := range rs {
-		res[idx[k]].Envs = r.Out
-		if r.Err != nil {
-			res[idx[k]] = store.AppendResult{Err: fmt.Errorf("postgres: append %q: %w", r.Stream, r.Err)}
-		}
-	}
-	return res
+	return db.commits.AppendBatch(ctx, reqs)
 }
 
 // ReadStream implements [store.Store.ReadStream].

@@ -150,8 +150,9 @@ type DB struct {
 	pool     *pgxpool.Pool
 	q        queries
 
-	// commits queues the appends for the next group transaction, written
-	// by writeGroup, one group at a time.
+	// commits is the append path: it checks appends and queues them for
+	// the next group transaction, written by writeGroup, one group at a
+	// time.
 	commits *groupcommit.Committer
 
 	groupTxs atomic.Int64 // group transactions written, for tests
@@ -219,8 +220,14 @@ func Open(ctx context.Context, connString string, opts *Options) (*DB, error) {
 		pool:     pool,
 		q:        newQueries(o.Schema),
 	}
-	// The token is held while a group is being written.
-	db.commits = groupcommit.New(groupcommit.Config{Sem: make(chan struct{}, 1), Write: db.writeGroup})
+	db.commits = groupcommit.New(groupcommit.Config{
+		Store:   "postgres",
+		Check:   checkAppend,
+		Acquire: func() error { return db.acquire(true) },
+		Release: db.release,
+		Sem:     make(chan struct{}, 1), // held while a group is being written
+		Write:   db.writeGroup,
+	})
 	if err := db.open(ctx, o); err != nil {
 		pool.Close()
 		return nil, err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/internal/groupcommit"
 )
@@ -144,8 +145,9 @@ type DB struct {
 
 	stmts statements
 
-	// commits queues the appends for the next group transaction, written
-	// by writeGroup with the token in wsem held.
+	// commits is the append path: it checks appends and queues them for
+	// the next group transaction, written by writeGroup with the token in
+	// wsem held.
 	commits *groupcommit.Committer
 
 	groupTxs atomic.Int64 // group transactions begun, for tests
@@ -179,7 +181,17 @@ func Open(path string, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	db := &DB{path: path, readOnly: o.ReadOnly, log: o.Logger}
+	db := &DB{path: path, readOnly: o.ReadOnly, log: o.Logger, wsem: make(chan struct{}, 1)}
+	db.commits = groupcommit.New(groupcommit.Config{
+		Store: "sqlite",
+		Check: func(stream string, expected int64, envs []events.Envelope) error {
+			return store.CheckAppend("sqlite", stream, expected, envs)
+		},
+		Acquire: func() error { return db.acquire(true) },
+		Release: db.release,
+		Sem:     db.wsem,
+		Write:   db.writeGroup,
+	})
 	ctx := context.Background()
 
 	_, statErr := os.Stat(abs)
@@ -243,8 +255,6 @@ func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
 		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, mapErr(err)))
 	}
 	db.wconn = conn
-	db.wsem = make(chan struct{}, 1)
-	db.commits = groupcommit.New(groupcommit.Config{Sem: db.wsem, Write: db.writeGroup})
 
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {

@@ -26,14 +26,20 @@
 // its own (SQLite does, for snapshots and migrations on its one writer
 // connection); the queue then waits for them as for a group in flight.
 //
+// The committer also does what a store's Append and AppendBatch share:
+// checking each append, holding the store open while it waits, and
+// naming the store and the stream in errors.
+//
 // Example:
 //
 //	db.commits = groupcommit.New(groupcommit.Config{
-//		Sem:   db.wsem,
-//		Write: db.writeGroup, // one transaction for all of live
+//		Store:   "sqlite",
+//		Check:   checkAppend,
+//		Acquire: func() error { return db.acquire(true) },
+//		Release: db.release,
+//		Sem:     db.wsem,
+//		Write:   db.writeGroup, // one transaction for all of live
 //	})
 //	...
-//	r := &groupcommit.Request{Stream: stream, Expected: expected, Envs: envs}
-//	db.commits.Commit(ctx, []*groupcommit.Request{r})
-//	return r.Out, r.Err
+//	stored, err := db.commits.Append(ctx, stream, expected, envs)
 package groupcommit

@@ -2,9 +2,11 @@ package groupcommit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/store"
 )
 
 // Request is one append waiting for, or written by, a group transaction.
@@ -15,17 +17,26 @@ type Request struct {
 
 	// Out and Err are the request's result: the stored envelopes, or why
 	// it failed. The write function sets them; the committer sets Err for
-	// a request it leaves out. Both are set before [Committer.Commit]
-	// returns.
+	// a request it leaves out. Both are set once the request is done.
 	Out []events.Envelope
 	Err error
 
-	ctx  context.Context // the caller's, set by Commit
+	ctx  context.Context // the caller's, set by commit
 	done chan struct{}   // closed by the leader once Out and Err are set
 }
 
 // Config is what a store gives [New].
 type Config struct {
+	// Store names the store in errors: "sqlite" makes
+	// `sqlite: append "s": …`.
+	Store string
+	// Check refuses an append the store cannot take, before anything is
+	// queued, with an error that already names the store and the stream.
+	Check func(stream string, expected int64, envs []events.Envelope) error
+	// Acquire holds the store open for a write until Release; its error
+	// (the store closed, or read-only) fails the append.
+	Acquire func() error
+	Release func()
 	// Sem is the store's writer token: a channel of capacity one that
 	// holds a token while a write is in progress. A leader sends the token
 	// before it writes and receives it back afterwards.
@@ -37,14 +48,14 @@ type Config struct {
 	Write func(live []*Request)
 }
 
-// Committer is the queue of requests waiting for the next group
-// transaction. It is safe for concurrent use.
+// Committer is a store's append path: it checks appends and holds the
+// queue of requests waiting for the next group transaction. It is safe
+// for concurrent use.
 type Committer struct {
-	sem   chan struct{}
-	write func(live []*Request)
+	cfg Config
 
-	// TestHookQueued, when set before the first Commit, gets the queue's
-	// length after each Commit has joined it, before it waits.
+	// TestHookQueued, when set before the first append, gets the queue's
+	// length after each append (or batch) has joined it, before it waits.
 	TestHookQueued func(queued int)
 
 	// mu guards queue: the requests waiting for the next group.
@@ -52,18 +63,92 @@ type Committer struct {
 	queue []*Request
 }
 
-// New returns a Committer that writes its groups with cfg.Write while
-// holding the token in cfg.Sem.
+// New returns a Committer that checks appends with cfg.Check and writes
+// their groups with cfg.Write while holding the token in cfg.Sem.
 func New(cfg Config) *Committer {
-	return &Committer{sem: cfg.Sem, write: cfg.Write}
+	return &Committer{cfg: cfg}
 }
 
-// Commit queues rs together (one leader takes them all, in order, into one
+// Append checks one append, holds the store open and waits for the group
+// transaction that writes it; it returns the stored envelopes. It returns
+// Check's error as it is; the others name the store and the stream: ctx's
+// error when ctx is done before the append is queued, Acquire's, and the
+// append's own (its context's error when it left the queue, a version
+// conflict, or its transaction's failure).
+func (c *Committer) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	if err := c.cfg.Check(stream, expected, envs); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, c.appendError(stream, err)
+	}
+	if err := c.cfg.Acquire(); err != nil {
+		return nil, c.appendError(stream, err)
+	}
+	defer c.cfg.Release()
+	r := &Request{Stream: stream, Expected: expected, Envs: envs}
+	c.commit(ctx, []*Request{r})
+	if r.Err != nil {
+		return nil, c.appendError(stream, r.Err)
+	}
+	return r.Out, nil
+}
+
+// AppendBatch is [Committer.Append] for several appends, queued together
+// so that they share one transaction (with appends queued at the same
+// time). Each result is that append's, as Append would return it; one
+// that Check refuses is not queued, and the others go on.
+func (c *Committer) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
+	res := make([]store.AppendResult, len(reqs))
+	if len(reqs) == 0 {
+		return res
+	}
+	failAll := func(err error) []store.AppendResult {
+		for i, q := range reqs {
+			res[i].Err = c.appendError(q.Stream, err)
+		}
+		return res
+	}
+	if err := ctx.Err(); err != nil {
+		return failAll(err)
+	}
+	if err := c.cfg.Acquire(); err != nil {
+		return failAll(err)
+	}
+	defer c.cfg.Release()
+	rs := make([]*Request, 0, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	for i, q := range reqs {
+		if err := c.cfg.Check(q.Stream, q.Expected, q.Envs); err != nil {
+			res[i].Err = err
+			continue
+		}
+		rs = append(rs, &Request{Stream: q.Stream, Expected: q.Expected, Envs: q.Envs})
+		idx = append(idx, i)
+	}
+	if len(rs) == 0 {
+		return res
+	}
+	c.commit(ctx, rs)
+	for k, r := range rs {
+		res[idx[k]].Envs = r.Out
+		if r.Err != nil {
+			res[idx[k]] = store.AppendResult{Err: c.appendError(r.Stream, r.Err)}
+		}
+	}
+	return res
+}
+
+func (c *Committer) appendError(stream string, err error) error {
+	return fmt.Errorf("%s: append %q: %w", c.cfg.Store, stream, err)
+}
+
+// commit queues rs together (one leader takes them all, in order, into one
 // transaction), waits for that transaction and leaves each request's result
 // in it. When ctx is done before a leader took them, they are removed and
 // each fails with ctx's error. rs must not be empty, and its requests must
 // not have been committed before.
-func (c *Committer) Commit(ctx context.Context, rs []*Request) {
+func (c *Committer) commit(ctx context.Context, rs []*Request) {
 	for _, r := range rs {
 		r.ctx, r.done = ctx, make(chan struct{})
 	}
@@ -79,7 +164,7 @@ func (c *Committer) Commit(ctx context.Context, rs []*Request) {
 	last := rs[len(rs)-1]
 	select {
 	case <-last.done:
-	case c.sem <- struct{}{}:
+	case c.cfg.Sem <- struct{}{}:
 		c.lead()
 		// Either these requests were in the group, or an earlier leader
 		// wrote them and closed done before it gave the token back.
@@ -114,7 +199,7 @@ func (c *Committer) dequeue(rs []*Request) bool {
 // live in one transaction and completes each. The caller holds the token;
 // lead gives it back after completing the requests.
 func (c *Committer) lead() {
-	defer func() { <-c.sem }()
+	defer func() { <-c.cfg.Sem }()
 	c.mu.Lock()
 	group := c.queue
 	c.queue = nil
@@ -128,7 +213,7 @@ func (c *Committer) lead() {
 		live = append(live, r)
 	}
 	if len(live) > 0 {
-		c.write(live)
+		c.cfg.Write(live)
 	}
 	for _, r := range group {
 		close(r.done)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/store"
 )
 
 // harness is a Committer whose write function records each group it gets
@@ -24,7 +26,11 @@ type harness struct {
 
 	mu     sync.Mutex
 	groups [][]string // the streams of each group written, in order
+	closed bool       // Acquire fails
+	held   int        // Acquires not yet released
 }
+
+var errClosed = errors.New("closed")
 
 func newHarness(t *testing.T, hold bool) *harness {
 	t.Helper()
@@ -35,7 +41,31 @@ func newHarness(t *testing.T, hold bool) *harness {
 		hold:    hold,
 		block:   make(chan struct{}),
 	}
-	h.c = New(Config{Sem: h.sem, Write: h.write})
+	h.c = New(Config{
+		Store: "test",
+		Check: func(stream string, _ int64, _ []events.Envelope) error {
+			if stream == "" {
+				return errors.New("test: empty stream name")
+			}
+			return nil
+		},
+		Acquire: func() error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.closed {
+				return errClosed
+			}
+			h.held++
+			return nil
+		},
+		Release: func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.held--
+		},
+		Sem:   h.sem,
+		Write: h.write,
+	})
 	h.c.TestHookQueued = func(n int) { h.queued <- n }
 	return h
 }
@@ -81,7 +111,7 @@ func (h *harness) start(ctx context.Context, streams ...string) ([]*Request, <-c
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.c.Commit(ctx, rs)
+		h.c.commit(ctx, rs)
 	}()
 	<-h.queued
 	return rs, done
@@ -252,7 +282,7 @@ func TestConcurrentCommits(t *testing.T) {
 	rs := make([]*Request, 200)
 	for i := range rs {
 		rs[i] = &Request{Stream: fmt.Sprint(i), Envs: []events.Envelope{{Type: fmt.Sprint(i)}}}
-		wg.Go(func() { h.c.Commit(t.Context(), rs[i:i+1]) })
+		wg.Go(func() { h.c.commit(t.Context(), rs[i:i+1]) })
 	}
 	wg.Wait()
 	checkWritten(t, rs)
@@ -266,5 +296,86 @@ func TestConcurrentCommits(t *testing.T) {
 		if seen[r.Stream] != 1 {
 			t.Fatalf("request %s written %d times", r.Stream, seen[r.Stream])
 		}
+	}
+}
+
+// TestAppend checks Append's errors: Check's as they are, the others
+// naming the store and the stream, and the store held only while queued.
+func TestAppend(t *testing.T) {
+	h := newHarness(t, false)
+	h.c.TestHookQueued = nil
+	ctx := t.Context()
+	envs := []events.Envelope{{Type: "T"}}
+	if out, err := h.c.Append(ctx, "s", store.NoStream, envs); err != nil || len(out) != 1 {
+		t.Fatalf("Append = %v, %v", out, err)
+	}
+	if _, err := h.c.Append(ctx, "", store.NoStream, envs); err == nil || err.Error() != "test: empty stream name" {
+		t.Fatalf("Append refused by Check: %v", err)
+	}
+	if _, err := h.c.Append(ctx, "fail", store.NoStream, envs); err == nil || err.Error() != `test: append "fail": refused` {
+		t.Fatalf("Append refused by the write: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := h.c.Append(cctx, "s", store.NoStream, envs); !errors.Is(err, context.Canceled) || err.Error() != `test: append "s": context canceled` {
+		t.Fatalf("Append with a cancelled context: %v", err)
+	}
+	h.closed = true
+	if _, err := h.c.Append(ctx, "s", store.NoStream, envs); !errors.Is(err, errClosed) || err.Error() != `test: append "s": closed` {
+		t.Fatalf("Append to a closed store: %v", err)
+	}
+	if got := h.written(); fmt.Sprint(got) != "[[s] [fail]]" {
+		t.Fatalf("groups written %v, want [[s] [fail]]", got)
+	}
+	if h.held != 0 {
+		t.Fatalf("%d Acquires not released", h.held)
+	}
+}
+
+// TestAppendBatch checks that a batch is written in one group, in order,
+// with each result in its place: one refused by Check is left out, one
+// refused by the write fails alone.
+func TestAppendBatch(t *testing.T) {
+	h := newHarness(t, false)
+	h.c.TestHookQueued = nil
+	ctx := t.Context()
+	req := func(stream string) store.AppendRequest {
+		return store.AppendRequest{Stream: stream, Expected: store.AnyVersion, Envs: []events.Envelope{{Type: stream}}}
+	}
+	if res := h.c.AppendBatch(ctx, nil); len(res) != 0 {
+		t.Fatalf("AppendBatch of nothing = %v", res)
+	}
+	res := h.c.AppendBatch(ctx, []store.AppendRequest{req("a"), req(""), req("fail"), req("b")})
+	for i, want := range []string{"", "test: empty stream name", `test: append "fail": refused`, ""} {
+		if got := fmt.Sprint(res[i].Err); want != "" && got != want || want == "" && res[i].Err != nil {
+			t.Errorf("result %d: error %v, want %q", i, res[i].Err, want)
+		}
+	}
+	if len(res[0].Envs) != 1 || res[0].Envs[0].Type != "a" || len(res[3].Envs) != 1 || res[3].Envs[0].Type != "b" || res[2].Envs != nil {
+		t.Errorf("results %+v", res)
+	}
+	if got := h.written(); fmt.Sprint(got) != "[[a fail b]]" {
+		t.Fatalf("groups written %v, want [[a fail b]]", got)
+	}
+	if res := h.c.AppendBatch(ctx, []store.AppendRequest{req("")}); res[0].Err == nil {
+		t.Fatal("a batch of refused appends succeeded")
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	h.closed = true
+	for name, c := range map[string]context.Context{"cancelled": cctx, "closed": ctx} {
+		res := h.c.AppendBatch(c, []store.AppendRequest{req("x"), req("y")})
+		for i, s := range []string{"x", "y"} {
+			if res[i].Err == nil || !strings.HasPrefix(res[i].Err.Error(), fmt.Sprintf("test: append %q: ", s)) {
+				t.Errorf("%s: result %d: %v", name, i, res[i].Err)
+			}
+		}
+	}
+	if got := h.written(); len(got) != 1 {
+		t.Fatalf("groups written %v, want only the first batch", got)
+	}
+	if h.held != 0 {
+		t.Fatalf("%d Acquires not released", h.held)
 	}
 }
