@@ -41,10 +41,11 @@ type Config struct {
 	// holds a token while a write is in progress. A leader sends the token
 	// before it writes and receives it back afterwards.
 	Sem chan struct{}
-	// Write writes live, in order, in one transaction and sets each
-	// request's Out and Err; a request may fail alone (a version conflict)
-	// while the others commit. It is called by one leader at a time, with
-	// the token held and at least one request.
+	// Write writes live, in order, in one transaction (PostgreSQL's
+	// writes them again one by one when the server refuses one of them)
+	// and sets each request's Out and Err; a request may fail alone (a
+	// version conflict) while the others commit. It is called by one
+	// leader at a time, with the token held and at least one request.
 	Write func(live []*Request)
 }
 
