@@ -172,6 +172,46 @@ func hostRole(a fleetArgs) error {
 	return m.Close(ctx)
 }
 
+// fleet is one host's view of a fleet for a benchmark: a fresh schema on
+// the machine's PostgreSQL, a topic of its own on its NATS, and a journal
+// on both. Everything is closed and dropped when the benchmark ends.
+type fleet struct {
+	conn, schema, url, topic string
+	db                       *postgres.DB
+	j                        *journal.Journal
+}
+
+func openFleet(b *testing.B) *fleet {
+	b.Helper()
+	f := &fleet{url: natstest.URL(b), topic: natstest.Topic()}
+	f.conn, f.schema = pgtest.Schema(b)
+	db, err := postgres.Open(context.Background(), f.conn, &postgres.Options{Schema: f.schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bus, err := natsbus.Open(f.url, nil)
+	if err != nil {
+		db.Close()
+		b.Fatal(err)
+	}
+	j, err := journal.New(db, &journal.Options{Publisher: bus, Subscriber: bus, Topic: f.topic})
+	if err != nil {
+		bus.Close()
+		db.Close()
+		b.Fatal(err)
+	}
+	f.db, f.j = db, j
+	b.Cleanup(func() {
+		j.Close()
+		if js, err := bus.Conn().JetStream(); err == nil {
+			js.DeleteStream(natsbus.StreamName(f.topic))
+		}
+		bus.Close()
+		db.Close()
+	})
+	return f
+}
+
 // helper starts the test binary in role with args.
 func helper(b *testing.B, role string, a fleetArgs) *exec.Cmd {
 	js, _ := json.Marshal(a)
@@ -188,33 +228,9 @@ func helper(b *testing.B, role string, a fleetArgs) *exec.Cmd {
 // included) to the subscriber's receipt. Baseline in the same run: a bare
 // NATS message between the same two processes. Goal: p99 < 50 ms.
 func BenchmarkPropagation(b *testing.B) {
-	conn, schema := pgtest.Schema(b)
-	url := natstest.URL(b)
-	topic := natstest.Topic()
-	b.Cleanup(func() {
-		if nc, err := nats.Connect(url); err == nil {
-			if js, err := nc.JetStream(); err == nil {
-				js.DeleteStream(natsbus.StreamName(topic))
-			}
-			nc.Close()
-		}
-	})
+	f := openFleet(b)
+	conn, schema, url, topic, j := f.conn, f.schema, f.url, f.topic, f.j
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, conn, &postgres.Options{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	bus, err := natsbus.Open(url, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bus.Close()
-	j, err := journal.New(db, &journal.Options{Publisher: bus, Subscriber: bus, Topic: topic})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer j.Close()
 	raw, err := nats.Connect(url)
 	if err != nil {
 		b.Fatal(err)

@@ -9,11 +9,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
-	"github.com/mcplife/mcplife/natsbus"
-	"github.com/mcplife/mcplife/natsbus/natstest"
 	"github.com/mcplife/mcplife/projector"
-	"github.com/mcplife/mcplife/store/postgres"
-	"github.com/mcplife/mcplife/store/postgres/pgtest"
 )
 
 // BenchmarkPostgresJournalAppend: one event through the journal on the
@@ -22,30 +18,9 @@ import (
 // the same row shape into the same database. Goal: append/bare ≥ 0.7 (the
 // rate of the journal's append as a fraction of the bare insert's).
 func BenchmarkPostgresJournalAppend(b *testing.B) {
-	conn, schema := pgtest.Schema(b)
-	url := natstest.URL(b)
-	topic := natstest.Topic()
+	f := openFleet(b)
+	conn, schema, j := f.conn, f.schema, f.j
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, conn, &postgres.Options{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	bus, err := natsbus.Open(url, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bus.Close()
-	defer func() {
-		if js, err := bus.Conn().JetStream(); err == nil {
-			js.DeleteStream(natsbus.StreamName(topic))
-		}
-	}()
-	j, err := journal.New(db, &journal.Options{Publisher: bus, Subscriber: bus, Topic: topic})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer j.Close()
 	for _, p := range []journal.Projection{projector.NewToolView("bench"), projector.NewToolCache()} {
 		if err := j.Attach(ctx, p); err != nil {
 			b.Fatal(err)
