@@ -183,7 +183,9 @@ type HandlerOptions struct {
 
 // Handler returns the OAuth handler of one connection to server, whose
 // configuration cfg has its substitutions resolved (cfg.URL is the URL
-// connected). Give it to [mcp.StreamableClientTransport.OAuthHandler].
+// connected). Give it to [mcp.StreamableClientTransport.OAuthHandler], or
+// for a legacy HTTP+SSE server wrap the client's transport with
+// [Transport].
 func (a *Authorizer) Handler(server string, cfg events.ServerConfig, opts *HandlerOptions) auth.OAuthHandler {
 	return a.newHandler(server, cfg, opts)
 }
@@ -805,9 +807,15 @@ func (a *Authorizer) Login(ctx context.Context, server string, cfg events.Server
 	h := a.newHandler(server, cfg, nil)
 	h.login = true
 	client := mcp.NewClient(&mcp.Implementation{Name: a.opts.ClientName, Version: a.opts.ClientVersion}, nil)
-	t := &mcp.StreamableClientTransport{
+	withHeaders := &headerTransport{base: http.DefaultTransport, headers: headers}
+	var t mcp.Transport = &mcp.StreamableClientTransport{
 		Endpoint: cfg.URL, OAuthHandler: h, DisableStandaloneSSE: true, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: headers}},
+		HTTPClient: &http.Client{Transport: withHeaders},
+	}
+	if cfg.Transport() == events.TransportSSE {
+		// The legacy transport takes no OAuth handler: its HTTP client
+		// authorizes each request instead.
+		t = &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{Transport: Transport(withHeaders, h)}}
 	}
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: a.opts.ProtocolVersion})
 	if err == nil {
