@@ -50,7 +50,7 @@ func (m *Manager) setUpAuth() {
 // with an [*oauth.NeedsAuthError]. Step-ups open the browser only with
 // [Options.InteractiveAuth].
 func (m *Manager) oauthHandler(s *server, cfg events.ServerConfig) auth.OAuthHandler {
-	if m.auth.a == nil || cfg.Transport() != events.TransportHTTP {
+	if m.auth.a == nil || (cfg.Transport() != events.TransportHTTP && cfg.Transport() != events.TransportSSE) {
 		return nil
 	}
 	return m.auth.a.Handler(s.name, cfg, &oauth.HandlerOptions{
@@ -125,8 +125,8 @@ func (m *Manager) Login(ctx context.Context, name string) (*oauth.Result, error)
 			return nil, &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrUnknownServer, name)}
 		}
 	}
-	if cfg.Transport() != events.TransportHTTP {
-		return nil, &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("MCP server %q: OAuth login needs a streamable HTTP server", name)}
+	if t := cfg.Transport(); t != events.TransportHTTP && t != events.TransportSSE {
+		return nil, &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("MCP server %q: OAuth login needs a remote (HTTP or SSE) server", name)}
 	}
 	res := resolveConfig(ctx, name, cfg, m.opts.Resolver, m.log)
 	r, err := m.auth.a.Login(ctx, name, res.cfg, res.headers)

@@ -22,8 +22,16 @@ import (
 // the other server connects. Login (authorization code with PKCE and
 // dynamic registration) records AuthCompleted and connects it; its tools
 // work. A call that needs a scope the token lacks fails naming the login
-// command. No token, code or secret reaches an event or a log.
+// command. No token, code or secret reaches an event or a log. The same
+// holds for the legacy HTTP+SSE transport, whose requests the manager
+// authorizes itself (the go-sdk's SSE client takes no OAuth handler).
 func TestNeedsAuthThenLogin(t *testing.T) {
+	for _, transport := range []string{events.TransportHTTP, events.TransportSSE} {
+		t.Run(transport, func(t *testing.T) { testNeedsAuthThenLogin(t, transport) })
+	}
+}
+
+func testNeedsAuthThenLogin(t *testing.T, transport string) {
 	fx, err := oauthfixture.Start(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +45,10 @@ func TestNeedsAuthThenLogin(t *testing.T) {
 	}
 	e := newEnv(t, &Options{OAuth: a, Logger: log})
 	ctx := testCtx(t)
-	tracker := events.ServerConfig{Name: "tracker", Type: events.TransportHTTP, URL: fx.URL}
+	tracker := events.ServerConfig{Name: "tracker", Type: transport, URL: fx.URL}
+	if transport == events.TransportSSE {
+		tracker.URL = fx.SSEURL
+	}
 	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{tracker, stdio(t, "local")}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +101,10 @@ func TestNeedsAuthThenLogin(t *testing.T) {
 	}
 	contains(t, "step-up error", text, "mcp-audit auth login tracker")
 	contains(t, "step-up error", text, "write")
+	// The refusal failed that call only: the connection serves the next.
+	if out, err := tool(t, e.m, "mcp_tracker_read").Call(ctx, map[string]any{}); err != nil || out.IsError {
+		t.Fatalf("read after the refused write: %+v, %v", out, err)
+	}
 	equal(t, "tracker events", e.serverTypes(e.session, "tracker")[:5],
 		[]string{"ServerDiscovered", "ConnectStarted", "ConnectFailed", "AuthRequired", "AuthCompleted"})
 	checkReplay(t, e)

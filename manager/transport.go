@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/oauth"
 )
 
 // dialer builds the transport of one connect attempt. The default is
@@ -49,6 +50,12 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries, OAuthHandler: res.oauth}, pool: pool}, nil
 	case events.TransportSSE:
 		client, pool := httpClient(name, cfg.URL, res.headers, true)
+		if res.oauth != nil {
+			// The go-sdk's SSE client takes no OAuth handler: its HTTP
+			// client authorizes each request instead. Requests to another
+			// origin are refused below it, token and all.
+			client.Transport = oauth.Transport(client.Transport, res.oauth)
+		}
 		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool}, nil
 	default:
 		return nil, fmt.Errorf("MCP server %q: unknown server type %q", name, t)
@@ -141,14 +148,24 @@ type sseConn struct {
 }
 
 // Write sends msg. A refused message endpoint on another origin is
-// reported as the refusal alone, without the request URL around it.
+// reported as the refusal alone, without the request URL around it. A
+// message the server refused for want of OAuth scopes fails that request
+// only, as on the streamable transport: the connection stays up.
 func (c *sseConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err := c.Connection.Write(ctx, msg)
 	if co, ok := errors.AsType[*crossOriginError](err); ok {
 		return co
 	}
+	if ne, ok := errors.AsType[*oauth.NeedsAuthError](err); ok {
+		return fmt.Errorf("%w: %w", errRejected, ne)
+	}
 	return err
 }
+
+// errRejected is the go-sdk's "rejected by transport" error (matched by
+// its code): a write that fails with it fails its request, not the
+// connection.
+var errRejected = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
 
 func (c *sseConn) Close() error {
 	err := c.Connection.Close()
