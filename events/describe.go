@@ -111,7 +111,15 @@ func Describe(ev Event) string {
 		for i, r := range e.Resources {
 			names[i] = r.URI
 		}
-		return fmt.Sprintf("%s cause=%s count=%d templates=%d resources=[%s]", e.Server, e.Cause, e.Count, len(e.Templates), strings.Join(names, " "))
+		s := fmt.Sprintf("%s cause=%s count=%d resources=[%s]", e.Server, e.Cause, e.Count, strings.Join(names, " "))
+		if len(e.Templates) > 0 {
+			tpls := make([]string, len(e.Templates))
+			for i, t := range e.Templates {
+				tpls[i] = t.URITemplate
+			}
+			s += " templates=[" + strings.Join(tpls, " ") + "]"
+		}
+		return s
 	case *PromptsListed:
 		names := make([]string, len(e.Prompts))
 		for i, p := range e.Prompts {

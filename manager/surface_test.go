@@ -143,10 +143,10 @@ func TestResourcesAndPrompts(t *testing.T) {
 	// Whether the prompt list or the resource list comes first is the
 	// server's order of answering; both follow the tool list.
 	want := []string{
-		"ResourcesListed lib cause=initial count=1 templates=1 resources=[file:///readme]",
+		"ResourcesListed lib cause=initial count=1 resources=[file:///readme] templates=[file:///books/{title}]",
 		"PromptsListed lib cause=initial count=1 prompts=[review]",
 		"ResourceUpdated lib uri=file:///readme",
-		"ResourcesListed lib cause=list-changed count=2 templates=1 resources=[file:///changelog file:///readme]",
+		"ResourcesListed lib cause=list-changed count=2 resources=[file:///changelog file:///readme] templates=[file:///books/{title}]",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
