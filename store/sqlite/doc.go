@@ -31,5 +31,6 @@
 //	for env, err := range db.ReadAll(ctx, 0) { ... }
 //
 // Tools that only inspect a file open it with Options{ReadOnly: true}: the
-// file is then opened with mode=ro and never created, migrated or changed.
+// file is then opened with mode=ro and never created, migrated or changed;
+// a file an older version wrote is read as it is.
 package sqlite

@@ -60,11 +60,17 @@ func insertEvents(n int) string {
 	return `INSERT INTO events (` + eventColumns + `) VALUES ` + row + strings.Repeat(", "+row, n-1)
 }
 
-func (s *statements) prepareReads(ctx context.Context, r preparer) error {
+// prepareReads prepares the reads of a file at schema version v: before
+// version 3 its events have no host column, and read as of no host.
+func (s *statements) prepareReads(ctx context.Context, r preparer, v int) error {
+	cols := eventColumns
+	if v < 3 {
+		cols = strings.Replace(cols, "host", "'' AS host", 1)
+	}
 	return prepare(ctx, r, map[**sql.Stmt]string{
-		&s.readAll:      `SELECT ` + eventColumns + ` FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
-		&s.readStream:   `SELECT ` + eventColumns + ` FROM events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`,
-		&s.readType:     `SELECT ` + eventColumns + ` FROM events WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?`,
+		&s.readAll:      `SELECT ` + cols + ` FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
+		&s.readStream:   `SELECT ` + cols + ` FROM events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`,
+		&s.readType:     `SELECT ` + cols + ` FROM events WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?`,
 		&s.streams:      `SELECT stream, version, first_seq, last_seq, created, updated FROM streams WHERE first_seq > ? ORDER BY first_seq LIMIT ?`,
 		&s.lastSeq:      `SELECT COALESCE(MAX(seq), 0) FROM events`,
 		&s.loadSnapshot: `SELECT seq, data FROM snapshots WHERE name = ?`,

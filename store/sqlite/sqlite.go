@@ -35,8 +35,9 @@ var (
 // defaults.
 type Options struct {
 	// ReadOnly opens the file for reading only (SQLite mode=ro). The file
-	// must exist and be at the current schema version; it is never created,
-	// migrated or switched to WAL, and writes return [store.ErrReadOnly].
+	// must exist; it is never created, migrated or switched to WAL, and
+	// writes return [store.ErrReadOnly]. A file of an older schema is read
+	// as it is (events recorded before host ids read as of no host).
 	ReadOnly bool
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// connection or process before failing with SQLITE_BUSY. Default 5s.
@@ -194,14 +195,19 @@ func Open(path string, opts *Options) (*DB, error) {
 	})
 	ctx := context.Background()
 
+	// onDisk is the file's schema version as this open leaves it: a
+	// read-only open reads an older file as it is.
+	onDisk := schemaVersion
 	_, statErr := os.Stat(abs)
 	switch {
 	case statErr == nil:
 		// Check the schema version through a read-only connection first,
 		// so a newer file is not touched at all (not even switched to WAL).
-		if err := db.checkVersion(ctx, abs, o); err != nil {
+		v, err := db.checkVersion(ctx, abs, o)
+		if err != nil {
 			return nil, err
 		}
+		onDisk = v
 	case !errors.Is(statErr, fs.ErrNotExist):
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, statErr)
 	case o.ReadOnly:
@@ -214,7 +220,12 @@ func Open(path string, opts *Options) (*DB, error) {
 		}
 	}
 	db.r = openPool(dsn(abs, o, true), max(4, runtime.GOMAXPROCS(0)))
-	if err := db.stmts.prepareReads(ctx, db.r); err != nil {
+	if o.ReadOnly && onDisk < schemaVersion {
+		db.log.Debug("sqlite: reading an older schema as it is", "file", path, "version", onDisk)
+	} else {
+		onDisk = schemaVersion
+	}
+	if err := db.stmts.prepareReads(ctx, db.r, onDisk); err != nil {
 		db.closeAll()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -222,22 +233,25 @@ func Open(path string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// checkVersion fails if the existing file's schema is newer than this
-// package knows, or, for a read-only open, older (it cannot be migrated).
-func (db *DB) checkVersion(ctx context.Context, abs string, o Options) error {
+// checkVersion returns the existing file's schema version. It fails if
+// the schema is newer than this package knows, or, for a read-only open,
+// older than the oldest it can read without migrating (version 1: every
+// later migration only adds an index or a column, which reads do
+// without).
+func (db *DB) checkVersion(ctx context.Context, abs string, o Options) (int, error) {
 	pool := openPool(dsn(abs, o, true), 1)
 	defer pool.Close()
 	v, err := userVersion(ctx, pool)
 	if err != nil {
-		return fmt.Errorf("sqlite: open %s: read schema version: %w", db.path, mapErr(err))
+		return 0, fmt.Errorf("sqlite: open %s: read schema version: %w", db.path, mapErr(err))
 	}
 	if v > schemaVersion {
-		return db.newerSchema(v)
+		return 0, db.newerSchema(v)
 	}
-	if o.ReadOnly && v < schemaVersion {
-		return fmt.Errorf("sqlite: open %s read-only: schema version %d, want %d: open it read-write once to migrate it", db.path, v, schemaVersion)
+	if o.ReadOnly && v < 1 {
+		return 0, fmt.Errorf("sqlite: open %s read-only: schema version %d, want %d: open it read-write once to migrate it", db.path, v, schemaVersion)
 	}
-	return nil
+	return v, nil
 }
 
 func (db *DB) newerSchema(v int) error {

@@ -490,3 +490,44 @@ func TestTwoWritersOneFile(t *testing.T) {
 		t.Fatalf("%d events stored, want %d", n, 2*perWriter)
 	}
 }
+
+// A file of an older schema (here version 1: no index by type, no host
+// column) opened read-only is read as it is, its events of no host, and
+// left unchanged: inspecting an old history needs no migration.
+func TestReadOnlyReadsAnOlderSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	db := mustOpen(t, path, nil)
+	appendN(t, db, "a", 3)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawOpen(t, path)
+	for _, q := range []string{"DROP INDEX events_type", "ALTER TABLE events DROP COLUMN host", "PRAGMA user_version = 1"} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	before := fileHash(t, path)
+
+	ro := mustOpen(t, path, &sqlite.Options{ReadOnly: true})
+	var seqs []uint64
+	for env, err := range ro.ReadAll(t.Context(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Host != "" || env.Stream != "a" {
+			t.Errorf("seq %d: stream %q host %q", env.Seq, env.Stream, env.Host)
+		}
+		seqs = append(seqs, env.Seq)
+	}
+	if len(seqs) != 3 {
+		t.Fatalf("read %v, want 3 events", seqs)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fileHash(t, path) != before {
+		t.Error("a read-only open changed the file")
+	}
+}
