@@ -8,14 +8,22 @@
 // stream per topic that it creates when missing (subjects topic + ".>").
 // The message id is the event's id, its sequence in the shared store, and
 // is sent as the JetStream message id, so a message published twice (a
-// retried publish) is stored once. Each Subscribe is an ordered, ephemeral
-// consumer that starts with the messages published after it, so every
-// subscriber sees every message (fan-out), in order; the consumer is
-// re-created by the NATS client when the connection or the server comes
-// back, and the bus then tells each subscription to read from the store
-// what it missed meanwhile (as it does every few seconds, for a message
-// lost otherwise). The bus is a fast path, never the record: one topic belongs to
-// one store.
+// retried publish) is stored once. Publishing goes through watermill-nats;
+// receiving uses the NATS client with watermill-nats's message format (see
+// [Bus.Subscribe]).
+//
+// Each Subscribe is an ordered, ephemeral consumer that starts with the
+// messages published after it, so every subscriber sees every message
+// (fan-out), in order. The bus is a fast path, never the record, and a
+// subscription reads the store for whatever the bus may have missed:
+//   - after a reconnect, each subscription takes a fresh consumer (retried
+//     with backoff while JetStream restores its streams) and then reads the
+//     store;
+//   - the first publish that succeeds after failed ones also sends a
+//     check-store message, so subscribers on every host read the store;
+//   - and every [Options.CheckEvery], for a message lost otherwise.
+//
+// One topic belongs to one store.
 //
 // Example:
 //
@@ -80,13 +88,33 @@ type Bus struct {
 	conn *nats.Conn
 	js   nats.JetStreamContext
 	pub  *wmnats.Publisher
-	sub  *wmnats.Subscriber
 	opts Options
 
 	mu      sync.Mutex
 	streams map[string]bool // topics whose stream exists
-	subs    map[chan struct{}]struct{}
+	subs    map[*subscription]struct{}
+	lost    map[string]bool // topics with a publish that failed since the last one that did not
 	closed  bool
+	closing chan struct{} // closed by Close: subscriptions end
+}
+
+// subscription is what the bus can ask of one Subscribe's forwarder:
+// check the store, or subscribe afresh (its consumer was lost).
+type subscription struct {
+	check, renew chan struct{}
+	// msgs carries the consumer's messages to the forwarder; it is never
+	// closed, and done (closed when the forwarder ends) releases a
+	// delivery waiting to send.
+	msgs chan *message.Message
+	done chan struct{}
+}
+
+// poke sends on c unless a signal is pending already.
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 var (
@@ -113,10 +141,21 @@ func Open(url string, opts *Options) (*Bus, error) {
 	if o.CheckEvery == 0 {
 		o.CheckEvery = DefaultCheckEvery
 	}
-	b := &Bus{opts: o, streams: map[string]bool{}, subs: map[chan struct{}]struct{}{}}
+	b := &Bus{opts: o, streams: map[string]bool{}, subs: map[*subscription]struct{}{}, lost: map[string]bool{}, closing: make(chan struct{})}
 	nopts := append([]nats.Option{
 		nats.Name(o.Name),
-		nats.ReconnectHandler(func(*nats.Conn) { b.checkAll() }),
+		// After a reconnect each subscription takes a fresh consumer (the
+		// server may have lost the old one, or hold it stalled) and reads
+		// the store for what the bus missed meanwhile.
+		nats.ReconnectHandler(func(*nats.Conn) { b.renewAll() }),
+		// The client gives up an ordered consumer it could not re-create
+		// (its stream was still being restored after a server restart):
+		// the subscriptions then subscribe afresh.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if strings.Contains(err.Error(), "recreating ordered consumer") {
+				b.renewAll()
+			}
+		}),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		// While the server is away a publish fails at once (the journal
@@ -140,15 +179,7 @@ func Open(url string, opts *Options) (*Bus, error) {
 	identity := func(_, topic string) *wmnats.SubjectDetail { return &wmnats.SubjectDetail{Primary: topic} }
 	jsCfg := wmnats.JetStreamConfig{
 		TrackMsgId:     true, // the message id (the event's sequence) de-duplicates
-		AckAsync:       true, // ordered consumers take no acknowledgement
 		PublishOptions: []nats.PubOpt{nats.AckWait(2 * time.Second)},
-		SubscribeOptions: []nats.SubOpt{
-			nats.OrderedConsumer(),
-			nats.DeliverNew(),
-			// A consumer the server lost (it restarted) is noticed after
-			// two missed heartbeats and re-created.
-			nats.IdleHeartbeat(time.Second),
-		},
 	}
 	pub, err := wmnats.NewPublisherWithNatsConn(conn, wmnats.PublisherPublishConfig{
 		Marshaler: &wmnats.NATSMarshaler{}, SubjectCalculator: identity, JetStream: jsCfg,
@@ -157,32 +188,16 @@ func Open(url string, opts *Options) (*Bus, error) {
 		conn.Close()
 		return nil, fmt.Errorf("natsbus: publisher: %w", err)
 	}
-	sub, err := wmnats.NewSubscriberWithNatsConn(conn, wmnats.SubscriberSubscriptionConfig{
-		Unmarshaler:       &wmnats.NATSMarshaler{},
-		SubscribersCount:  1, // one consumer per Subscribe keeps the order
-		SubjectCalculator: identity,
-		AckWaitTimeout:    time.Second,
-		CloseTimeout:      time.Second,
-		SubscribeTimeout:  10 * time.Second,
-		JetStream:         jsCfg,
-	}, o.Logger)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("natsbus: subscriber: %w", err)
-	}
-	b.conn, b.js, b.pub, b.sub = conn, js, pub, sub
+	b.conn, b.js, b.pub = conn, js, pub
 	return b, nil
 }
 
-// checkAll tells every subscription to look in the store.
-func (b *Bus) checkAll() {
+// renewAll tells every subscription to subscribe afresh.
+func (b *Bus) renewAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for c := range b.subs {
-		select {
-		case c <- struct{}{}:
-		default: // one is pending already
-		}
+	for s := range b.subs {
+		poke(s.renew)
 	}
 }
 
@@ -192,35 +207,76 @@ func (b *Bus) Publish(topic string, msgs ...*message.Message) error {
 	if err := b.ensureStream(topic); err != nil {
 		return err
 	}
+	b.mu.Lock()
+	lost := b.lost[topic]
+	b.mu.Unlock()
+	if lost {
+		// Messages published since a failure went nowhere: tell every
+		// subscriber, wherever it runs, to read the store, once the bus
+		// takes messages again.
+		msgs = append(msgs, checkStore())
+	}
 	for _, msg := range msgs {
 		subject := topic + "." + subjectToken(msg.Metadata.Get(typeKey))
+		if msg.Metadata.Get(journal.MetaCheckStore) != "" {
+			subject = topic + "." + checkSubject
+		}
 		if err := b.pub.Publish(subject, msg); err != nil {
+			b.mu.Lock()
+			b.lost[topic] = true
+			b.mu.Unlock()
 			return fmt.Errorf("natsbus: publish on %s: %w", subject, err)
 		}
+	}
+	if lost {
+		b.mu.Lock()
+		delete(b.lost, topic)
+		b.mu.Unlock()
 	}
 	return nil
 }
 
+// checkSubject is the last token of the subject that carries check-store
+// messages, which no event type can take (types have no underscore
+// prefix).
+const checkSubject = "_check_store"
+
 // Subscribe delivers every message published on topic (any event type)
-// after it returns, in order, until ctx ends or the bus closes.
+// after it returns, in order, until ctx ends or the bus closes; and, when
+// the bus may have lost messages (a reconnect, a consumer the server lost,
+// every [Options.CheckEvery]), a check-store message
+// ([journal.MetaCheckStore]).
+//
+// Messages are received with the NATS client directly, as an ordered
+// consumer, and decoded with watermill-nats's own message format: the
+// watermill-nats subscriber closes its output while a delivery may still
+// be sending on it, which a subscription ending under traffic would turn
+// into a panic.
 func (b *Bus) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
 	if err := b.ensureStream(topic); err != nil {
 		return nil, err
 	}
-	in, err := b.sub.Subscribe(ctx, topic+".>")
+	sub := &subscription{
+		check: make(chan struct{}, 1), renew: make(chan struct{}, 1),
+		msgs: make(chan *message.Message, 256), done: make(chan struct{}),
+	}
+	ns, err := b.consume(topic, sub)
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: subscribe to %s: %w", topic, err)
 	}
-	check := make(chan struct{}, 1)
 	b.mu.Lock()
-	b.subs[check] = struct{}{}
+	b.subs[sub] = struct{}{}
 	b.mu.Unlock()
 	out := make(chan *message.Message)
 	go func() {
 		defer close(out)
 		defer func() {
+			close(sub.done)
+			if ns != nil {
+				ns.Unsubscribe()
+			}
 			b.mu.Lock()
-			delete(b.subs, check)
+			delete(b.subs, sub)
 			b.mu.Unlock()
 		}()
 		var tick <-chan time.Time
@@ -229,29 +285,88 @@ func (b *Bus) Subscribe(ctx context.Context, topic string) (<-chan *message.Mess
 			defer t.Stop()
 			tick = t.C
 		}
+		// retry renews again after a failed renewal (JetStream may still
+		// be restoring the stream after a restart), backing off.
+		var retry <-chan time.Time
+		backoff := renewBackoff
 		for {
 			var m *message.Message
 			select {
-			case msg, ok := <-in:
-				if !ok {
-					return
+			case m = <-sub.msgs:
+			case <-retry:
+				retry = nil
+				poke(sub.renew)
+				continue
+			case <-sub.renew:
+				// A fresh consumer from now on (a message the old one
+				// still delivers comes twice, which the journal skips).
+				// It exists before the store is read below, so every
+				// event is in one or the other.
+				if ns != nil {
+					ns.Unsubscribe()
 				}
-				m = msg
-			case <-check:
+				var err error
+				if ns, err = b.consume(topic, sub); err != nil {
+					ns = nil
+					retry = time.After(backoff)
+					backoff = min(2*backoff, maxRenewBackoff)
+				} else {
+					backoff = renewBackoff
+				}
 				m = checkStore()
+			case <-sub.check:
+				m = b.checked(sub, ns)
 			case <-tick:
-				m = checkStore()
+				m = b.checked(sub, ns)
+			case <-b.closing:
+				return
 			case <-ctx.Done():
 				return
 			}
 			select {
 			case out <- m:
+			case <-b.closing:
+				return
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	return out, nil
+}
+
+// Delays between attempts to take a fresh consumer that failed.
+const (
+	renewBackoff    = 100 * time.Millisecond
+	maxRenewBackoff = 5 * time.Second
+)
+
+// checked returns a check-store message, and asks for a fresh consumer
+// when ns is gone (the client gave it up).
+func (b *Bus) checked(sub *subscription, ns *nats.Subscription) *message.Message {
+	if ns == nil || !ns.IsValid() {
+		poke(sub.renew)
+	}
+	return checkStore()
+}
+
+// consume starts an ordered consumer of topic's events that hands each
+// decoded message to sub.
+func (b *Bus) consume(topic string, sub *subscription) (*nats.Subscription, error) {
+	var dec wmnats.NATSMarshaler
+	return b.js.Subscribe(topic+".>", func(msg *nats.Msg) {
+		m, err := dec.Unmarshal(msg)
+		if err != nil {
+			return // not an event of ours
+		}
+		select {
+		case sub.msgs <- m:
+		case <-sub.done:
+		}
+	}, nats.OrderedConsumer(), nats.DeliverNew(), nats.BindStream(StreamName(topic)),
+		// A consumer the server lost (it restarted) is noticed after two
+		// missed heartbeats and re-created by the client.
+		nats.IdleHeartbeat(time.Second))
 }
 
 // checkStore returns a message telling a journal subscription to read
@@ -320,8 +435,8 @@ func (b *Bus) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
-	err := b.sub.Close()
-	b.pub.Close()
+	close(b.closing)
+	err := b.pub.Close()
 	b.conn.Close()
 	return err
 }
