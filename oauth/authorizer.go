@@ -752,12 +752,15 @@ func (s *jwtSource) Token() (*oauth2.Token, error) {
 	return conf.Token(context.WithValue(ctx, oauth2.HTTPClient, a.opts.HTTPClient))
 }
 
-// scopesOf returns the scopes a token response granted, else requested.
+// scopesOf returns the scopes a token response granted, else requested,
+// sorted: their order is not significant (RFC 6749 §3.3), and the SDK
+// asks for them in no fixed order, which would otherwise reach the
+// stored token, the status and the events.
 func scopesOf(t *oauth2.Token, requested []string) []string {
 	if s, ok := t.Extra("scope").(string); ok && s != "" {
-		return strings.Fields(s)
+		return slices.Sorted(slices.Values(strings.Fields(s)))
 	}
-	return slices.Clone(requested)
+	return slices.Sorted(slices.Values(requested))
 }
 
 // union returns the scopes of every list, each once, in order of first
