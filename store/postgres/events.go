@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/paging"
 )
 
 // checkAppend applies [store.CheckAppend] and refuses text PostgreSQL
@@ -69,75 +70,34 @@ func (db *DB) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []sto
 
 // ReadStream implements [store.Store.ReadStream].
 func (db *DB) ReadStream(ctx context.Context, stream string, fromVersion uint64) iter.Seq2[events.Envelope, error] {
-	return func(yield func(events.Envelope, error) bool) {
-		op := fmt.Sprintf("read stream %q", stream)
-		next := max(fromVersion, 1)
-		for {
-			page, err := db.eventPage(ctx, op, db.q.readStream, next, stream)
-			if err != nil {
-				yield(events.Envelope{}, err)
-				return
-			}
-			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
-				return
-			}
-			next = page[len(page)-1].Version + 1
-		}
-	}
+	op := fmt.Sprintf("read stream %q", stream)
+	return paging.Read(ctx, "postgres: "+op, pageSize, max(fromVersion, 1),
+		func(from uint64) ([]events.Envelope, error) {
+			return db.eventPage(ctx, op, db.q.readStream, from, stream)
+		},
+		func(last events.Envelope) (uint64, bool) { return last.Version + 1, true })
 }
 
 // ReadAll implements [store.Store.ReadAll].
 func (db *DB) ReadAll(ctx context.Context, fromSeq uint64) iter.Seq2[events.Envelope, error] {
-	return func(yield func(events.Envelope, error) bool) {
-		const op = "read all"
-		next := max(fromSeq, 1)
-		for {
-			page, err := db.eventPage(ctx, op, db.q.readAll, next)
-			if err != nil {
-				yield(events.Envelope{}, err)
-				return
-			}
-			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
-				return
-			}
-			next = page[len(page)-1].Seq + 1
-		}
-	}
+	const op = "read all"
+	return paging.Read(ctx, "postgres: "+op, pageSize, max(fromSeq, 1),
+		func(from uint64) ([]events.Envelope, error) { return db.eventPage(ctx, op, db.q.readAll, from) },
+		func(last events.Envelope) (uint64, bool) { return last.Seq + 1, true })
 }
 
 // ReadType implements [store.TypeReader] through the index on (type, seq).
 func (db *DB) ReadType(ctx context.Context, typ string, fromSeq, toSeq uint64) iter.Seq2[events.Envelope, error] {
-	return func(yield func(events.Envelope, error) bool) {
-		op := fmt.Sprintf("read type %q", typ)
-		next := max(fromSeq, 1)
-		to := int64(min(toSeq, math.MaxInt64))
-		for next <= toSeq {
-			page, err := db.eventPage(ctx, op, db.q.readType, next, typ, to)
-			if err != nil {
-				yield(events.Envelope{}, err)
-				return
-			}
-			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
-				return
-			}
-			next = page[len(page)-1].Seq + 1
-		}
+	op := fmt.Sprintf("read type %q", typ)
+	if max(fromSeq, 1) > toSeq {
+		return func(func(events.Envelope, error) bool) {}
 	}
-}
-
-// yieldPage yields the events of page, stopping with the context's error
-// when it is done. It reports whether to go on.
-func yieldPage(ctx context.Context, op string, page []events.Envelope, yield func(events.Envelope, error) bool) bool {
-	for _, e := range page {
-		if err := ctx.Err(); err != nil {
-			yield(events.Envelope{}, fmt.Errorf("postgres: %s: %w", op, err))
-			return false
-		}
-		if !yield(e, nil) {
-			return false
-		}
-	}
-	return true
+	to := int64(min(toSeq, math.MaxInt64))
+	return paging.Read(ctx, "postgres: "+op, pageSize, max(fromSeq, 1),
+		func(from uint64) ([]events.Envelope, error) {
+			return db.eventPage(ctx, op, db.q.readType, from, typ, to)
+		},
+		func(last events.Envelope) (uint64, bool) { return last.Seq + 1, last.Seq < toSeq })
 }
 
 // eventPage runs sql, one of the event reads, for the page starting at
@@ -179,29 +139,9 @@ func (db *DB) eventPage(ctx context.Context, op, sql string, from uint64, args .
 
 // Streams implements [store.Store.Streams].
 func (db *DB) Streams(ctx context.Context) iter.Seq2[store.StreamInfo, error] {
-	return func(yield func(store.StreamInfo, error) bool) {
-		var after int64
-		for {
-			page, err := db.streamPage(ctx, after)
-			if err != nil {
-				yield(store.StreamInfo{}, err)
-				return
-			}
-			for _, info := range page {
-				if err := ctx.Err(); err != nil {
-					yield(store.StreamInfo{}, fmt.Errorf("postgres: streams: %w", err))
-					return
-				}
-				if !yield(info, nil) {
-					return
-				}
-			}
-			if len(page) < pageSize {
-				return
-			}
-			after = int64(page[len(page)-1].FirstSeq)
-		}
-	}
+	return paging.Read(ctx, "postgres: streams", pageSize, 0,
+		func(after uint64) ([]store.StreamInfo, error) { return db.streamPage(ctx, int64(after)) },
+		func(last store.StreamInfo) (uint64, bool) { return last.FirstSeq, true })
 }
 
 func (db *DB) streamPage(ctx context.Context, after int64) ([]store.StreamInfo, error) {

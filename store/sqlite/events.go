@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/internal/paging"
 )
 
 // pageSize is how many rows a read fetches per query.
@@ -184,80 +185,42 @@ func execRows(ctx context.Context, st *sql.Stmt, viaQuery bool, args []any) erro
 
 // ReadStream implements [store.Store.ReadStream].
 func (db *DB) ReadStream(ctx context.Context, stream string, fromVersion uint64) iter.Seq2[events.Envelope, error] {
-	return func(yield func(events.Envelope, error) bool) {
-		op := fmt.Sprintf("read stream %q", stream)
-		next := max(fromVersion, 1)
-		for {
-			page, err := db.eventPage(ctx, op, db.stmts.readStream, next, stream)
-			if err != nil {
-				yield(events.Envelope{}, err)
-				return
-			}
-			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
-				return
-			}
-			next = page[len(page)-1].Version + 1
-		}
-	}
+	op := fmt.Sprintf("read stream %q", stream)
+	return paging.Read(ctx, "sqlite: "+op, pageSize, max(fromVersion, 1),
+		func(from uint64) ([]events.Envelope, error) {
+			return db.eventPage(ctx, op, db.stmts.readStream, from, stream)
+		},
+		func(last events.Envelope) (uint64, bool) { return last.Version + 1, true })
 }
 
 // ReadAll implements [store.Store.ReadAll].
 func (db *DB) ReadAll(ctx context.Context, fromSeq uint64) iter.Seq2[events.Envelope, error] {
-	return func(yield func(events.Envelope, error) bool) {
-		const op = "read all"
-		next := max(fromSeq, 1)
-		for {
-			page, err := db.eventPage(ctx, op, db.stmts.readAll, next, "")
-			if err != nil {
-				yield(events.Envelope{}, err)
-				return
-			}
-			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
-				return
-			}
-			next = page[len(page)-1].Seq + 1
-		}
-	}
+	const op = "read all"
+	return paging.Read(ctx, "sqlite: "+op, pageSize, max(fromSeq, 1),
+		func(from uint64) ([]events.Envelope, error) { return db.eventPage(ctx, op, db.stmts.readAll, from, "") },
+		nextSeq)
 }
 
 // ReadType implements [store.TypeReader] through the index on (type, seq).
 func (db *DB) ReadType(ctx context.Context, typ string, fromSeq, toSeq uint64) iter.Seq2[events.Envelope, error] {
-	return func(yield func(events.Envelope, error) bool) {
-		op := fmt.Sprintf("read type %q", typ)
-		next := max(fromSeq, 1)
-		for next <= toSeq {
-			page, err := db.eventPage(ctx, op, db.stmts.readType, next, typ)
-			if err != nil {
-				yield(events.Envelope{}, err)
-				return
-			}
-			if i := slices.IndexFunc(page, func(e events.Envelope) bool { return e.Seq > toSeq }); i >= 0 {
-				page = page[:i]
-				yieldPage(ctx, op, page, yield)
-				return
-			}
-			if !yieldPage(ctx, op, page, yield) || len(page) < pageSize {
-				return
-			}
-			next = page[len(page)-1].Seq + 1
-		}
+	op := fmt.Sprintf("read type %q", typ)
+	if max(fromSeq, 1) > toSeq {
+		return func(func(events.Envelope, error) bool) {}
 	}
+	return paging.Read(ctx, "sqlite: "+op, pageSize, max(fromSeq, 1),
+		func(from uint64) ([]events.Envelope, error) {
+			page, err := db.eventPage(ctx, op, db.stmts.readType, from, typ)
+			if i := slices.IndexFunc(page, func(e events.Envelope) bool { return e.Seq > toSeq }); i >= 0 {
+				page = page[:i] // a short page: the read ends with it
+			}
+			return page, err
+		},
+		func(last events.Envelope) (uint64, bool) { return last.Seq + 1, last.Seq < toSeq })
 }
 
-// yieldPage yields the events of page, stopping with the context's error
-// when it is done. It reports whether to go on.
-func yieldPage(ctx context.Context, op string, page []events.Envelope, yield func(events.Envelope, error) bool) bool {
-	for _, e := range page {
-		if err := ctx.Err(); err != nil {
-			yield(events.Envelope{}, fmt.Errorf("sqlite: %s: %w", op, err))
-			return false
-		}
-		if !yield(e, nil) {
-			return false
-		}
-	}
-	return true
-}
+// nextSeq is the key of the page after one that ended with last, for the
+// reads in sequence order.
+func nextSeq(last events.Envelope) (uint64, bool) { return last.Seq + 1, true }
 
 // eventPage runs st (readAll, or readStream or readType with key) for the
 // page starting at from and returns its rows. It holds a reader connection only while it runs.
@@ -304,29 +267,9 @@ func (db *DB) eventPage(ctx context.Context, op string, st *sql.Stmt, from uint6
 
 // Streams implements [store.Store.Streams].
 func (db *DB) Streams(ctx context.Context) iter.Seq2[store.StreamInfo, error] {
-	return func(yield func(store.StreamInfo, error) bool) {
-		var after int64
-		for {
-			page, err := db.streamPage(ctx, after)
-			if err != nil {
-				yield(store.StreamInfo{}, err)
-				return
-			}
-			for _, info := range page {
-				if err := ctx.Err(); err != nil {
-					yield(store.StreamInfo{}, fmt.Errorf("sqlite: streams: %w", err))
-					return
-				}
-				if !yield(info, nil) {
-					return
-				}
-			}
-			if len(page) < pageSize {
-				return
-			}
-			after = int64(page[len(page)-1].FirstSeq)
-		}
-	}
+	return paging.Read(ctx, "sqlite: streams", pageSize, 0,
+		func(after uint64) ([]store.StreamInfo, error) { return db.streamPage(ctx, int64(after)) },
+		func(last store.StreamInfo) (uint64, bool) { return last.FirstSeq, true })
 }
 
 func (db *DB) streamPage(ctx context.Context, after int64) ([]store.StreamInfo, error) {
