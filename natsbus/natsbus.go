@@ -19,8 +19,9 @@
 //   - after a reconnect, each subscription takes a fresh consumer (retried
 //     with backoff while JetStream restores its streams) and then reads the
 //     store;
-//   - the first publish that succeeds after failed ones also sends a
-//     check-store message, so subscribers on every host read the store;
+//   - after a failed publish, the bus keeps trying to send a check-store
+//     message until one goes through, so subscribers on every host read
+//     the store;
 //   - and every [Options.CheckEvery], for a message lost otherwise.
 //
 // One topic belongs to one store.
@@ -46,6 +47,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 
+	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 )
 
@@ -93,7 +95,7 @@ type Bus struct {
 	mu      sync.Mutex
 	streams map[string]bool // topics whose stream exists
 	subs    map[*subscription]struct{}
-	lost    map[string]bool // topics with a publish that failed since the last one that did not
+	lost    map[string]bool // topics whose failed publish is being announced (announceLoss)
 	closed  bool
 	closing chan struct{} // closed by Close: subscriptions end
 }
@@ -165,16 +167,16 @@ func Open(url string, opts *Options) (*Bus, error) {
 	}, o.NatsOptions...)
 	conn, err := nats.Connect(url, nopts...)
 	if err != nil {
-		return nil, fmt.Errorf("natsbus: connect to %s: %w", redactURL(url), err)
+		return nil, fmt.Errorf("natsbus: connect to %s: %w", events.RedactURL(url), err)
 	}
 	js, err := conn.JetStream()
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("natsbus: %s: JetStream: %w", redactURL(url), err)
+		return nil, fmt.Errorf("natsbus: %s: JetStream: %w", events.RedactURL(url), err)
 	}
 	if _, err := js.AccountInfo(); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("natsbus: %s: JetStream is not enabled on the server: %w", redactURL(url), err)
+		return nil, fmt.Errorf("natsbus: %s: JetStream is not enabled on the server: %w", events.RedactURL(url), err)
 	}
 	identity := func(_, topic string) *wmnats.SubjectDetail { return &wmnats.SubjectDetail{Primary: topic} }
 	jsCfg := wmnats.JetStreamConfig{
@@ -207,33 +209,45 @@ func (b *Bus) Publish(topic string, msgs ...*message.Message) error {
 	if err := b.ensureStream(topic); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	lost := b.lost[topic]
-	b.mu.Unlock()
-	if lost {
-		// Messages published since a failure went nowhere: tell every
-		// subscriber, wherever it runs, to read the store, once the bus
-		// takes messages again.
-		msgs = append(msgs, checkStore())
-	}
 	for _, msg := range msgs {
 		subject := topic + "." + subjectToken(msg.Metadata.Get(typeKey))
-		if msg.Metadata.Get(journal.MetaCheckStore) != "" {
-			subject = topic + "." + checkSubject
-		}
 		if err := b.pub.Publish(subject, msg); err != nil {
-			b.mu.Lock()
-			b.lost[topic] = true
-			b.mu.Unlock()
+			b.announceLoss(topic)
 			return fmt.Errorf("natsbus: publish on %s: %w", subject, err)
 		}
 	}
-	if lost {
-		b.mu.Lock()
-		delete(b.lost, topic)
-		b.mu.Unlock()
-	}
 	return nil
+}
+
+// announceLoss makes sure the subscribers of topic, on every host, read
+// the store once the bus takes messages again: it keeps trying to publish
+// a check-store message, backing off, until one goes through or the bus
+// closes. One such goroutine runs per topic at a time; a later failure
+// while it runs is covered by the message it will send.
+func (b *Bus) announceLoss(topic string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lost[topic] || b.closed {
+		return
+	}
+	b.lost[topic] = true
+	go func() {
+		defer func() {
+			b.mu.Lock()
+			delete(b.lost, topic)
+			b.mu.Unlock()
+		}()
+		for wait := renewBackoff; ; wait = min(2*wait, maxRenewBackoff) {
+			select {
+			case <-b.closing:
+				return
+			case <-time.After(wait):
+			}
+			if b.pub.Publish(topic+"."+checkSubject, checkStore()) == nil {
+				return
+			}
+		}
+	}()
 }
 
 // checkSubject is the last token of the subject that carries check-store
@@ -452,17 +466,4 @@ func subjectToken(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// redactURL drops the user information of a server URL, which may hold a
-// password or token.
-func redactURL(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		rest = "…@" + rest[at+1:]
-	}
-	return scheme + "://" + rest
 }

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/natsbus"
 	"github.com/mcplife/mcplife/store"
@@ -253,16 +254,13 @@ func postgresTarget(raw string) (connString, schema string) {
 	return u.String(), schema
 }
 
-// redactURL drops the password of a URL, for messages.
+// redactURL is raw for messages: its credentials replaced
+// ([events.RedactURL]), and nothing of it when it does not parse.
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
+	if _, err := url.Parse(raw); err != nil {
 		return "the database URL"
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
+	return events.RedactURL(raw)
 }
 
 // storeOpenTimeout bounds connecting to a PostgreSQL store.
