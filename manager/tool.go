@@ -147,21 +147,28 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	}
 	defer cancel()
 	res, errText, dropped, err := m.doCall(cctx, s, t, args, deferred)
-	m.leaveCall(s)
+	// The call leaves its server only once ToolCallFinished is recorded:
+	// a teardown waits for the server's calls, so its Disconnected always
+	// follows them.
+	joined := s
 	retried := false
 	if dropped && !m.reconnect.Disabled && retryable(t.Annotations) {
 		// Cut off by the drop: a read-only or idempotent call is made once
 		// more on the reconnected server.
+		m.leaveCall(s)
+		joined = nil
 		if s2 := m.awaitSuccessor(cctx, s); s2 != nil {
 			m.mu.Lock()
-			joined := s2.calls.join(s2)
+			ok := s2.calls.join(s2)
 			m.mu.Unlock()
-			if joined {
-				retried = true
+			if ok {
+				joined, retried = s2, true
 				res, errText, _, err = m.doCall(cctx, s2, t, args, true)
-				m.leaveCall(s2)
 			}
 		}
+	}
+	if joined != nil {
+		defer m.leaveCall(joined)
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		// The call's own timeout, not the caller's context.
