@@ -58,8 +58,16 @@ func newEnv(t *testing.T, opts *Options) *env {
 // manager starts another manager on the same journal.
 func (e *env) manager(session string, opts *Options) *Manager {
 	e.t.Helper()
-	if opts == nil {
-		opts = &Options{}
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	opts = &o
+	if opts.Gate == 0 {
+		// Tests that expect a server's tools once ConnectServers returns
+		// must not depend on it connecting within the 250 ms default,
+		// which a loaded machine misses; tests of the gate set their own.
+		opts.Gate = time.Minute
 	}
 	if opts.Cwd == "" {
 		opts.Cwd = e.t.TempDir()

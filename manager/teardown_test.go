@@ -246,7 +246,7 @@ func TestWatchersShareTheManager(t *testing.T) {
 }
 
 func TestCloseStopsEverything(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, &Options{Gate: DefaultGate}) // the held server is deferred
 	ctx := testCtx(t)
 	g := fixturetest.NewGate(t)
 	pending := stdio(t, "pending", "only=echo", g.Arg("block-init-until"))
