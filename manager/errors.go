@@ -24,6 +24,9 @@ var (
 	// ErrDisconnected: the server was disconnected while the operation
 	// was in flight.
 	ErrDisconnected = errors.New("MCP server disconnected")
+	// ErrNotReconnecting: [Manager.ReconnectNow] was asked for a server
+	// that is not waiting to reconnect.
+	ErrNotReconnecting = errors.New("MCP server not reconnecting")
 )
 
 // Operations named by [ServerError.Op].

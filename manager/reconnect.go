@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -93,6 +94,35 @@ type retry struct {
 	// n counts the retries since the server was last stable; it sets the
 	// next delay.
 	n int
+	// now cuts the delay short ([Manager.ReconnectNow]; cap 1).
+	now chan struct{}
+}
+
+func newRetry(delay time.Duration, n int) *retry {
+	return &retry{delay: delay, n: n, now: make(chan struct{}, 1)}
+}
+
+// ReconnectNow makes a reconnecting server's next attempt start at once
+// instead of after its backoff delay, as a host's "retry now" does. When
+// the attempt is already under way it is left to finish. A server that is
+// not reconnecting (connected, never dropped, or given up: connect it
+// again instead) fails with [ErrNotReconnecting]; an unknown one with
+// [ErrUnknownServer].
+func (m *Manager) ReconnectNow(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.servers[name]
+	switch {
+	case s == nil:
+		return &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrUnknownServer, name)}
+	case s.retry == nil || s.closing || s.conn != nil:
+		return &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrNotReconnecting, name)}
+	}
+	select {
+	case s.retry.now <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // breaker holds the failed attempts of one server within the breaker's
@@ -136,7 +166,7 @@ func (m *Manager) noteFailure(name string) (tripped bool, count int) {
 // It is registered in place of s so that calls wait for it. Requires m.mu.
 func (m *Manager) successor(s *server, n int) *server {
 	s2 := m.newServer(s.cfg, s.hash)
-	s2.retry = &retry{delay: m.reconnect.delay(n), n: n}
+	s2.retry = newRetry(m.reconnect.delay(n), n)
 	s2.deferred = true
 	s2.round = gatelessRound(s2)
 	m.servers[s.name] = s2
@@ -161,6 +191,7 @@ func (m *Manager) waitRetry(s *server) bool {
 	case <-s.ctx.Done():
 		return false
 	case <-t.C:
+	case <-s.retry.now:
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -190,7 +221,7 @@ func (m *Manager) retryAfterFailure(s *server, err error, took time.Duration, ti
 		return false
 	}
 	n := s.retry.n + 1
-	s.retry = &retry{delay: m.reconnect.delay(n), n: n}
+	s.retry = newRetry(m.reconnect.delay(n), n)
 	m.emitDeferred("", failed, &events.ReconnectScheduled{
 		Server: s.name, Attempt: m.attempts[s.name] + 1, DelayMs: s.retry.delay.Milliseconds(), Cause: err.Error(),
 	})

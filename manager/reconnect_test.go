@@ -497,3 +497,41 @@ func TestDropsThatComeTooSoonTripTheBreaker(t *testing.T) {
 		}
 	})
 }
+
+// TestReconnectNowCutsTheDelayShort: ReconnectNow starts a reconnecting
+// server's attempt at once, on the fake clock no time passes; it is
+// refused for a connected server and an unknown one.
+func TestReconnectNowCutsTheDelayShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newReconnectEnv(t, Options{Reconnect: ReconnectPolicy{Initial: time.Hour, Max: time.Hour, NoJitter: true}})
+		defer e.close()
+		e.connect("a", "b")
+		if err := e.m.ReconnectNow("a"); !errors.Is(err, ErrNotReconnecting) {
+			t.Fatalf("connected server: %v", err)
+		}
+		if err := e.m.ReconnectNow("zz"); !errors.Is(err, ErrUnknownServer) {
+			t.Fatalf("unknown server: %v", err)
+		}
+		e.ds.drop("a")
+		e.flush()
+		if st := e.m.Status("a"); st != projector.StatusReconnecting {
+			t.Fatalf("status after the drop: %s", st)
+		}
+		start := time.Now()
+		if err := e.m.ReconnectNow("a"); err != nil {
+			t.Fatal(err)
+		}
+		e.flush()
+		if st := e.m.Status("a"); st != projector.StatusConnected {
+			t.Fatalf("status after ReconnectNow: %s", st)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("reconnect waited %v", waited)
+		}
+		want := droppedAndBack("transport closed", "connection closed")
+		want[1] = `ReconnectScheduled a attempt=2 delayMs=3600000 cause="transport closed"`
+		if diff := cmp.Diff(want, e.story(events.TypeDisconnected)); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+	})
+}
