@@ -61,6 +61,7 @@
 //	reload-failing          Manager.Reload whose discovery (the loader) fails as a whole
 //	disconnect NAME         Manager.DisconnectServer
 //	disconnect-all          Manager.DisconnectAll
+//	reconnect-now NAME      Manager.ReconnectNow: a reconnect waits (an hour) until this step
 //	login NAME              Manager.Login of a server served "oauth" (the fixture's browser)
 //	call TOOL [JSON]        call an exposed tool ("@gate" strings become gate paths);
 //	                        a tool exposed earlier can be called after it disappeared

@@ -173,7 +173,10 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		known:   map[string]*manager.Tool{},
 	}
 	r.gate = time.Minute
-	r.reconnect = manager.ReconnectPolicy{NoJitter: true, Disabled: cfg.Reconnect == "off"}
+	// A reconnect's delay is held (an hour, never reached): the attempt
+	// starts at the script's reconnect-now step, so what happens while a
+	// server waits to reconnect is in the scripted order on any machine.
+	r.reconnect = manager.ReconnectPolicy{Initial: time.Hour, Max: time.Hour, NoJitter: true, Disabled: cfg.Reconnect == "off"}
 	if cfg.Gate != "" {
 		d, err := time.ParseDuration(cfg.Gate)
 		if err != nil {
@@ -513,6 +516,11 @@ func (r *runner) act(s step) ([]string, error) {
 		return []string{fmt.Sprintf("logged in scopes=[%s]", strings.Join(res.Scopes, " "))}, nil
 	case "disconnect-all":
 		return []string{errText(r.m.DisconnectAll(ctx))}, nil
+	case "reconnect-now":
+		if len(s.Args) != 1 {
+			return nil, errors.New("want reconnect-now NAME")
+		}
+		return []string{errText(r.m.ReconnectNow(s.Args[0]))}, nil
 	case "call":
 		name, args, _ := strings.Cut(s.Rest, " ")
 		tool := r.tool(name)

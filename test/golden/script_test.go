@@ -38,8 +38,8 @@ type scenario struct {
 	// outcome of a round is then known before it elapses).
 	Gate string `json:"gate"`
 	// Reconnect is "off" for a scenario about what a drop does when no
-	// reconnect follows; otherwise the default policy runs without
-	// jitter, so delays are exact.
+	// reconnect follows; otherwise a reconnect waits, without jitter,
+	// until the script's reconnect-now step.
 	Reconnect string `json:"reconnect"`
 	// Servers are the server configurations a script can connect, by
 	// name. A key "NAME#N" is another configuration of server NAME.
@@ -134,6 +134,7 @@ var stepVerbs = map[string]bool{
 	"disconnect":     true,
 	"login":          true,
 	"disconnect-all": true,
+	"reconnect-now":  true,
 	"call":           true,
 	"release":        true,
 	"subscribe":      true,
