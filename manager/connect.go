@@ -309,8 +309,14 @@ func (m *Manager) run(s *server) {
 
 	listStart := m.now()
 	defs, err := m.listTools(s.ctx, s, lc)
-	if s.ctx.Err() != nil {
-		return // torn down; the teardown records Disconnected
+	m.mu.Lock()
+	closing := s.closing
+	m.mu.Unlock()
+	if closing || s.ctx.Err() != nil {
+		// Torn down (a teardown marks the server closing before it
+		// cancels it, so a list that succeeded meanwhile is dropped too);
+		// the teardown records Disconnected.
+		return
 	}
 	m.yield("run.listed", s.name)
 	late := r.enter(s.name)
