@@ -160,9 +160,10 @@ func fileHash(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// A database of schema version 1 (before the index by type and the host
-// column) is migrated on open, its events intact and of no host.
-func TestOpenMigratesVersion1(t *testing.T) {
+// version1File returns the path of a database of schema version 1 (before
+// the index by type and the host column) holding 3 events of session "a".
+func version1File(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "events.db")
 	db := mustOpen(t, path, nil)
 	appendN(t, db, "a", 3)
@@ -170,13 +171,20 @@ func TestOpenMigratesVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := rawOpen(t, path)
+	defer raw.Close()
 	for _, q := range []string{"DROP INDEX events_type", "ALTER TABLE events DROP COLUMN host", "PRAGMA user_version = 1"} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	raw.Close()
-	db = mustOpen(t, path, nil)
+	return path
+}
+
+// A database of schema version 1 (before the index by type and the host
+// column) is migrated on open, its events intact and of no host.
+func TestOpenMigratesVersion1(t *testing.T) {
+	path := version1File(t)
+	db := mustOpen(t, path, nil)
 	var got []uint64
 	for env, err := range db.ReadType(t.Context(), "Test", 0, math.MaxUint64) {
 		if err != nil {
@@ -187,7 +195,7 @@ func TestOpenMigratesVersion1(t *testing.T) {
 		}
 		got = append(got, env.Seq)
 	}
-	raw = rawOpen(t, path)
+	raw := rawOpen(t, path)
 	var n int
 	if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_type'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("index events_type: count %d, %v", n, err)
@@ -495,19 +503,7 @@ func TestTwoWritersOneFile(t *testing.T) {
 // column) opened read-only is read as it is, its events of no host, and
 // left unchanged: inspecting an old history needs no migration.
 func TestReadOnlyReadsAnOlderSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.db")
-	db := mustOpen(t, path, nil)
-	appendN(t, db, "a", 3)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	raw := rawOpen(t, path)
-	for _, q := range []string{"DROP INDEX events_type", "ALTER TABLE events DROP COLUMN host", "PRAGMA user_version = 1"} {
-		if _, err := raw.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw.Close()
+	path := version1File(t)
 	before := fileHash(t, path)
 
 	ro := mustOpen(t, path, &sqlite.Options{ReadOnly: true})
