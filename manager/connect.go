@@ -259,19 +259,24 @@ func (m *Manager) run(s *server) {
 	if err != nil {
 		tornDown := m.claim(s)
 		m.yield("run.failed", s.name)
-		if !tornDown {
-			late := r.enter(s.name)
-			m.emitDeferred("", &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
-			if ne, ok := needsAuthOf(err); ok {
-				m.markNeedsAuth(s, ne)
-			}
-			r.settle(s.name, err)
-			r.leave()
-			if late {
-				m.log.Warn("MCP server failed to connect", "server", s.name, "err", err)
-			}
+		if tornDown {
+			m.endRecord(s, err, false)
+			return
 		}
-		m.endRecord(s, err, !tornDown)
+		late := r.enter(s.name)
+		m.emitDeferred("", &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
+		if ne, ok := needsAuthOf(err); ok {
+			m.markNeedsAuth(s, ne)
+		}
+		// The record goes before the gate settles, so a caller that sees
+		// the failure no longer finds the server running (a config edit
+		// right after would otherwise count it as removed).
+		m.endRecord(s, err, true)
+		r.settle(s.name, err)
+		r.leave()
+		if late {
+			m.log.Warn("MCP server failed to connect", "server", s.name, "err", err)
+		}
 		return
 	}
 
