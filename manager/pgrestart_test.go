@@ -67,6 +67,11 @@ func TestPostgresRestartDuringSession(t *testing.T) {
 		}
 	}
 	call("before")
+	// A call's ToolCallFinished is appended after the call returns; it is
+	// stored before the database goes away.
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	srv.Stop()
 	call("while the database is down") // the server keeps working
