@@ -34,7 +34,10 @@ type Abandoned struct {
 // as the same process (the pid is free, or held by a process with another
 // start time), and it was not marked abandoned before. A session recorded
 // without a host, or whose host's start time is unknown (not Linux), is
-// left alone: nothing tells whether its host still runs.
+// left alone: nothing tells whether its host still runs. So is one that
+// j's host did not record (a fleet's other machines), or whose host ran
+// in another PID namespace than this process (another container): its
+// pid cannot be looked up here.
 //
 // For each abandoned session it appends to that session's stream
 // SessionAbandoned (DetectedBy = detectedBy), kills with [proc.Reap] the
@@ -76,6 +79,7 @@ func ReapAbandoned(ctx context.Context, j *journal.Journal, detectedBy string) (
 	hosts := map[string]events.ProcessRef{}
 	var order []string
 	listed := map[string]bool{}
+	ns := events.PidNamespace()
 	err = eachOfTypes(ctx, st, last, []string{events.TypeSessionStarted}, func(env events.Envelope, ev events.Event) {
 		// A session another host recorded (a store shared by a fleet) has
 		// its processes there: its pid means nothing here.
@@ -91,6 +95,11 @@ func ReapAbandoned(ctx context.Context, j *journal.Journal, detectedBy string) (
 			order = append(order, env.Stream)
 		}
 		hosts[env.Stream] = *s.Host
+		// Nor does the pid of a host in another PID namespace (another
+		// container under the same host id).
+		if s.PidNamespace != 0 && ns != 0 && s.PidNamespace != ns {
+			delete(hosts, env.Stream)
+		}
 	})
 	if err == nil && len(hosts) > 0 {
 		err = eachOfTypes(ctx, st, last, []string{events.TypeSessionClosed, events.TypeSessionAbandoned}, func(env events.Envelope, _ events.Event) {

@@ -391,3 +391,54 @@ func TestReapAbandonedKillsWhatCarriesItsID(t *testing.T) {
 		t.Errorf("old's stream ends with %#v, want OrphansReaped %v", evs[len(evs)-1], found[0].Reaped)
 	}
 }
+
+// TestReapAbandonedSkipsAnotherPidNamespace: a session whose host ran in
+// another PID namespace (another container, under the same host id) is
+// not taken for abandoned, and nothing of it is killed: its host's pid
+// cannot be looked up here. The same session recorded in this namespace
+// is.
+func TestReapAbandonedSkipsAnotherPidNamespace(t *testing.T) {
+	ns := events.PidNamespace()
+	if ns == 0 {
+		t.Skip("the PID namespace of this process is unknown")
+	}
+	j, st := newJournal(t)
+	elsewhere, here := startSleeper(t), startSleeper(t)
+	connected := func(s *sleeper) *events.ServerConnected {
+		return &events.ServerConnected{Server: "a", Pid: s.id.Pid, Pgid: s.id.Pgid, StartTime: s.id.StartTime}
+	}
+	record(t, j, "elsewhere", &events.SessionStarted{Host: deadHost(t), PidNamespace: ns + 1}, connected(elsewhere))
+	record(t, j, "here", &events.SessionStarted{Host: deadHost(t), PidNamespace: ns}, connected(here))
+
+	found, err := session.ReapAbandoned(t.Context(), j, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Session != "here" {
+		t.Fatalf("found %+v, want only session here", found)
+	}
+	if !here.exitedWithin(10 * time.Second) {
+		t.Error("the server of the session of this namespace still runs")
+	}
+	if !elsewhere.running() {
+		t.Error("the server of the session of another namespace was killed")
+	}
+	if types, _ := streamEvents(t, st, "elsewhere"); slices.Contains(types, events.TypeSessionAbandoned) {
+		t.Errorf("the session of another namespace was marked abandoned: %v", types)
+	}
+}
+
+// TestStartRecordsItsPidNamespace: SessionStarted names the host's PID
+// namespace beside its pid.
+func TestStartRecordsItsPidNamespace(t *testing.T) {
+	j, st := newJournal(t)
+	s, err := session.Start(t.Context(), j, &session.Options{Servers: []events.ServerConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	_, evs := streamEvents(t, st, s.ID())
+	if started, ok := evs[0].(*events.SessionStarted); !ok || started.PidNamespace != events.PidNamespace() || started.PidNamespace == 0 {
+		t.Errorf("first event %#v, want SessionStarted with PID namespace %d", evs[0], events.PidNamespace())
+	}
+}

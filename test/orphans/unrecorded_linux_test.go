@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -397,5 +398,65 @@ func TestDaemonStartedAfterTheLastLookIsReaped(t *testing.T) {
 	reapByNextRun(t, dir, db, session, mark)
 	if alive(events.ProcessRef{Pid: daemon.Pid, StartTime: daemon.StartTime}) {
 		t.Errorf("the daemon %d survived the next run", daemon.Pid)
+	}
+}
+
+// TestAnotherPidNamespaceLeavesALiveSessionAlone: a host started in a PID
+// namespace of its own (as in another container of the machine, with the
+// same host name and user) on the same store does not take the running
+// session of a host outside it for abandoned, whose pid it cannot look
+// up, whether the host ids are the default or set alike by MCPLIFE_HOST.
+func TestAnotherPidNamespaceLeavesALiveSessionAlone(t *testing.T) {
+	if out, err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
+		t.Skipf("unshare --pid --fork --mount-proc is not permitted here: %v: %s", err, out)
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"default host id", nil},
+		{"same MCPLIFE_HOST", []string{"MCPLIFE_HOST=h-same"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := filepath.Join(dir, "events.db")
+			mark := newMark(t)
+			fcmd, fargs := fixturetest.Command(t, "only=echo", "spawn-child")
+			cfg := writeJSON(t, filepath.Join(dir, "servers.json"), map[string]any{"mcpServers": map[string]any{
+				"srv": map[string]any{"command": fcmd, "args": fargs, "env": map[string]string{"MCPLIFE_TEST_MARK": mark}},
+			}})
+			b := startRunning(t, dir, tc.env, "--db", db, "run", "--gate", "1m", "--cwd", dir, "--config", cfg)
+			session := b.session()
+			b.awaitLine("watching for")
+			before := marked(mark)
+
+			a := command(t, dir, "--db", db, "--json", "run", "--once", "--cwd", dir, "--config", plainConfig(t, dir))
+			a.Args = append([]string{"unshare", "--pid", "--fork", "--mount-proc"}, a.Args...)
+			a.Path, _ = exec.LookPath("unshare")
+			a.Env = append(a.Env, tc.env...)
+			out, err := a.CombinedOutput()
+			if err != nil {
+				t.Fatalf("mcp-audit in a PID namespace of its own: %v\n%s", err, out)
+			}
+			var got struct{ Session string }
+			if err := json.Unmarshal(out, &got); err != nil || got.Session == "" {
+				t.Fatalf("its output %q: %v", out, err)
+			}
+
+			for _, ev := range sessionEvents(t, db, session) {
+				switch ev.(type) {
+				case *events.SessionAbandoned, *events.OrphansReaped:
+					t.Errorf("the running session was taken for abandoned: %T %+v\n%s", ev, ev, out)
+				}
+			}
+			select {
+			case <-b.exited:
+				t.Fatalf("the running host ended\n%s", b.output())
+			default:
+			}
+			if left := marked(mark); len(left) != len(before) {
+				t.Errorf("the running session's processes were %v, are %v", before, left)
+			}
+		})
 	}
 }
