@@ -3,6 +3,7 @@ package session_test
 import (
 	"bufio"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -269,11 +270,11 @@ func TestStartRecordsItsHostAndReapsAbandonedSessions(t *testing.T) {
 // startTagged runs script under sh in a process group of its own,
 // carrying session's id in its environment as the processes a session
 // starts do (MCPLIFE_SESSION, the documented name), and returns its
-// identity and the identities of the n processes it started, each of
-// which prints its pid once it runs the shell that stays (a process in
-// the middle of exec(2) shows no environment for a moment). The
-// processes are killed when the test ends.
-func startTagged(t *testing.T, session, script string, n int) (sh proc.Identity, started []proc.Identity, exited chan struct{}) {
+// identity and the identities of the n processes it started, by the
+// name each prints with its pid once it runs the shell that stays (a
+// process in the middle of exec(2) shows no environment for a moment).
+// The processes are killed when the test ends.
+func startTagged(t *testing.T, session, script string, n int) (sh proc.Identity, started map[string]proc.Identity, exited chan struct{}) {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Env = append(os.Environ(), "MCPLIFE_SESSION="+session)
@@ -299,23 +300,25 @@ func startTagged(t *testing.T, session, script string, n int) (sh proc.Identity,
 		close(exited)
 	}()
 	out := bufio.NewReader(r)
+	started = map[string]proc.Identity{}
 	for range n {
 		line, err := out.ReadString('\n')
 		if err != nil {
 			t.Fatalf("read a pid: %v (read %q)", err, line)
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(line))
+		name, p, _ := strings.Cut(strings.TrimSpace(line), " ")
+		pid, err := strconv.Atoi(p)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("line %q: %v", line, err)
 		}
 		id, ok := proc.IdentityOf(pid)
 		if !ok {
 			t.Fatalf("process %d is gone", pid)
 		}
-		started = append(started, id)
+		started[name] = id
 	}
 	t.Cleanup(func() {
-		for _, id := range append(started, sh) {
+		for _, id := range append(slices.Collect(maps.Values(started)), sh) {
 			if now, ok := proc.IdentityOf(id.Pid); ok && now.StartTime == id.StartTime {
 				syscall.Kill(id.Pid, syscall.SIGKILL)
 			}
@@ -342,9 +345,9 @@ func goneWithin(id proc.Identity, limit time.Duration) bool {
 	}
 }
 
-// stays is a shell that prints its pid and stays, with a sleep as its
-// child (": " keeps the shell from becoming it).
-const stays = `sh -c 'echo $$; sleep 1000; :'`
+// stays returns a shell that prints name and its pid and stays, with a
+// sleep as its child (": " keeps the shell from becoming it).
+func stays(name string) string { return `sh -c 'echo ` + name + ` $$; sleep 1000; :'` }
 
 // TestReapAbandonedKillsWhatCarriesItsID: the host recorded only its
 // server, a shell that has exited since, and nothing of what it started
@@ -355,13 +358,13 @@ const stays = `sh -c 'echo $$; sleep 1000; :'`
 // another session's id is left alone.
 func TestReapAbandonedKillsWhatCarriesItsID(t *testing.T) {
 	j, st := newJournal(t)
-	server, started, exited := startTagged(t, "old", stays+` & env -i `+stays+` & setsid `+stays+` &`, 3)
+	server, started, exited := startTagged(t, "old", stays("group")+` & env -i `+stays("cleared")+` & setsid `+stays("daemon")+` &`, 3)
 	<-exited
-	inGroup, cleared, daemon := started[0], started[1], started[2]
+	inGroup, cleared, daemon := started["group"], started["cleared"], started["daemon"]
 	if inGroup.Pgid != server.Pid || cleared.Pgid != server.Pid || daemon.Pgid == server.Pid {
 		t.Fatalf("groups: %v, %v in %d, %v outside it", inGroup, cleared, server.Pid, daemon)
 	}
-	_, others, _ := startTagged(t, "other", stays, 1)
+	_, others, _ := startTagged(t, "other", stays("other"), 1)
 	record(t, j, "old",
 		&events.SessionStarted{Cwd: "/w", Host: deadHost(t)},
 		&events.ServerConnected{Server: "a", Pid: server.Pid, Pgid: server.Pgid, StartTime: server.StartTime},
@@ -383,8 +386,8 @@ func TestReapAbandonedKillsWhatCarriesItsID(t *testing.T) {
 			t.Errorf("the %s (pid %d) still runs", name, p.Pid)
 		}
 	}
-	if goneWithin(others[0], 0) {
-		t.Errorf("the process of another session (pid %d) was killed", others[0].Pid)
+	if goneWithin(others["other"], 0) {
+		t.Errorf("the process of another session (pid %d) was killed", others["other"].Pid)
 	}
 	_, evs := streamEvents(t, st, "old")
 	if r, ok := evs[len(evs)-1].(*events.OrphansReaped); !ok || !slices.Equal(r.Pids, found[0].Reaped) {
