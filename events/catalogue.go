@@ -116,6 +116,11 @@ type SessionStarted struct {
 	// is free or names a process with another start time) and it never
 	// recorded [SessionClosed]. Nil in sessions recorded without it.
 	Host *ProcessRef `json:"host,omitempty"`
+	// PidNamespace is the host's PID namespace (see [PidNamespace]), in
+	// which Host's pid means something: a process of another namespace
+	// (another container) cannot look the host up, so it never takes the
+	// session for abandoned. 0 when unknown.
+	PidNamespace uint64 `json:"pidNamespace,omitempty"`
 }
 
 // SessionClosed is recorded when a runtime session ends.

@@ -397,7 +397,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	if st, ok := t.(*stdioTransport); ok {
 		st.log = m.log.With("server", s.name)
-		st.server, st.maxMessage = s.name, m.opts.MaxMessageSize
+		st.server, st.maxMessage, st.session = s.name, m.opts.MaxMessageSize, m.session
 	}
 	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res,
 		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1), surfaceReady: make(chan struct{})}

@@ -28,9 +28,11 @@ var (
 )
 
 // stdioTransport starts a server process and speaks newline-delimited
-// JSON-RPC on its stdin and stdout. Closing the connection tears the
-// process down (see [proc.Process.Terminate]): on Unix its whole process
-// group, on Windows the process alone.
+// JSON-RPC on its stdin and stdout. The process, and what it starts,
+// carry the session's id in their environment ([proc.SessionEnv]), so
+// that a host started after this one was killed finds them. Closing the
+// connection tears the process down (see [proc.Process.Terminate]): on
+// Unix its whole process group, on Windows the process alone.
 type stdioTransport struct {
 	command string
 	args    []string
@@ -44,6 +46,9 @@ type stdioTransport struct {
 	// [proc.JSONLines]).
 	server     string
 	maxMessage int
+	// session is the id of the session the process is started for,
+	// carried in its environment (see [proc.SessionEnv]).
+	session string
 }
 
 // Connect starts the process. It is called once, by the go-sdk client.
@@ -51,7 +56,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.proc != nil {
 		return nil, errors.New("stdio transport: already connected")
 	}
-	p, err := proc.Start(t.command, t.args, t.env, t.dir, &proc.Options{StdinGrace: stdinGrace, TermGrace: termGrace})
+	p, err := proc.Start(t.command, t.args, t.env, t.dir, &proc.Options{StdinGrace: stdinGrace, TermGrace: termGrace, Session: t.session})
 	if err != nil {
 		return nil, fmt.Errorf("start %q: %w", t.command, err)
 	}

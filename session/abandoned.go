@@ -34,16 +34,22 @@ type Abandoned struct {
 // as the same process (the pid is free, or held by a process with another
 // start time), and it was not marked abandoned before. A session recorded
 // without a host, or whose host's start time is unknown (not Linux), is
-// left alone: nothing tells whether its host still runs.
+// left alone: nothing tells whether its host still runs. So is one that
+// j's host did not record (a fleet's other machines), or whose host ran
+// in another PID namespace than this process (another container): its
+// pid cannot be looked up here.
 //
 // For each abandoned session it appends to that session's stream
 // SessionAbandoned (DetectedBy = detectedBy), kills with [proc.Reap] the
 // processes the session recorded (each stdio server's process and group
 // from ServerConnected, its descendants from ProcessesSeen) that still run
 // as the same processes, leaving out the servers whose Disconnected was
-// recorded since (their teardown was done), and then appends
-// OrphansReaped with what it killed, possibly nothing. A recorded pid now
-// held by another process is never killed.
+// recorded since (their teardown was done), and every process of this
+// user that carries the session's id in its environment
+// ([proc.SessionEnv], which every process a session starts inherits), so
+// that what the host started but had not recorded yet is killed too; and
+// then appends OrphansReaped with what it killed, possibly nothing. A
+// recorded pid now held by another process is never killed.
 //
 // It reads the SessionStarted, SessionClosed and SessionAbandoned events
 // by type when the store can ([store.TypeReader]), and reads only the
@@ -72,17 +78,27 @@ func ReapAbandoned(ctx context.Context, j *journal.Journal, detectedBy string) (
 	// ones, not with the history.
 	hosts := map[string]events.ProcessRef{}
 	var order []string
+	listed := map[string]bool{}
+	ns := events.PidNamespace()
 	err = eachOfTypes(ctx, st, last, []string{events.TypeSessionStarted}, func(env events.Envelope, ev events.Event) {
 		// A session another host recorded (a store shared by a fleet) has
 		// its processes there: its pid means nothing here.
 		if env.Host != "" && env.Host != j.Host() {
 			return
 		}
-		if s, ok := ev.(*events.SessionStarted); ok && s.Host != nil {
-			if _, dup := hosts[env.Stream]; !dup {
-				order = append(order, env.Stream)
-			}
-			hosts[env.Stream] = *s.Host
+		s, ok := ev.(*events.SessionStarted)
+		if !ok || s.Host == nil {
+			return
+		}
+		if !listed[env.Stream] {
+			listed[env.Stream] = true
+			order = append(order, env.Stream)
+		}
+		hosts[env.Stream] = *s.Host
+		// Nor does the pid of a host in another PID namespace (another
+		// container under the same host id).
+		if s.PidNamespace != 0 && ns != 0 && s.PidNamespace != ns {
+			delete(hosts, env.Stream)
 		}
 	})
 	if err == nil && len(hosts) > 0 {
@@ -193,7 +209,7 @@ func reapSession(ctx context.Context, j *journal.Journal, id, detectedBy string)
 	for _, server := range slices.Sorted(maps.Keys(procs)) {
 		ids = append(ids, procs[server]...)
 	}
-	killed, reapErr := proc.Reap(ids)
+	killed, reapErr := proc.Reap(ids, &proc.ReapOptions{Session: id})
 	reaped = make([]events.ProcessRef, 0, len(killed))
 	for _, k := range killed {
 		reaped = append(reaped, events.ProcessRef{Pid: k.Pid, StartTime: k.StartTime})

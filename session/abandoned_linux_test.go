@@ -1,10 +1,14 @@
 package session_test
 
 import (
+	"bufio"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -260,5 +264,184 @@ func TestStartRecordsItsHostAndReapsAbandonedSessions(t *testing.T) {
 	}
 	if !server.exitedWithin(10 * time.Second) {
 		t.Error("the abandoned session's server still runs")
+	}
+}
+
+// startTagged runs script under sh in a process group of its own,
+// carrying session's id in its environment as the processes a session
+// starts do (MCPLIFE_SESSION, the documented name), and returns its
+// identity and the identities of the n processes it started, by the
+// name each prints with its pid once it runs the shell that stays (a
+// process in the middle of exec(2) shows no environment for a moment).
+// The processes are killed when the test ends.
+func startTagged(t *testing.T, session, script string, n int) (sh proc.Identity, started map[string]proc.Identity, exited chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), "MCPLIFE_SESSION="+session)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, ok := proc.IdentityOf(cmd.Process.Pid)
+	if !ok || sh.StartTime == 0 {
+		t.Fatalf("no identity for process %d", cmd.Process.Pid)
+	}
+	exited = make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	out := bufio.NewReader(r)
+	started = map[string]proc.Identity{}
+	for range n {
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read a pid: %v (read %q)", err, line)
+		}
+		name, p, _ := strings.Cut(strings.TrimSpace(line), " ")
+		pid, err := strconv.Atoi(p)
+		if err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		id, ok := proc.IdentityOf(pid)
+		if !ok {
+			t.Fatalf("process %d is gone", pid)
+		}
+		started[name] = id
+	}
+	t.Cleanup(func() {
+		for _, id := range append(slices.Collect(maps.Values(started)), sh) {
+			if now, ok := proc.IdentityOf(id.Pid); ok && now.StartTime == id.StartTime {
+				syscall.Kill(id.Pid, syscall.SIGKILL)
+			}
+		}
+		<-exited
+	})
+	return sh, started, exited
+}
+
+// goneWithin reports whether the process id stands for is gone (or a
+// zombie) within limit. It is not a child of the test, so it is looked
+// at until then.
+func goneWithin(id proc.Identity, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		now, ok := proc.IdentityOf(id.Pid)
+		if !ok || now.StartTime != id.StartTime || !proc.Running(id.Pid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stays returns a shell that prints name and its pid and stays, with a
+// sleep as its child (": " keeps the shell from becoming it).
+func stays(name string) string { return `sh -c 'echo ` + name + ` $$; sleep 1000; :'` }
+
+// TestReapAbandonedKillsWhatCarriesItsID: the host recorded only its
+// server, a shell that has exited since, and nothing of what it started
+// before the host was killed: a process left in the server's group, one
+// there that cleared its environment, and a daemon outside the group.
+// The first and the daemon carry the session's id, so they are killed,
+// and the group with them, whose leader is gone. A process carrying
+// another session's id is left alone.
+func TestReapAbandonedKillsWhatCarriesItsID(t *testing.T) {
+	j, st := newJournal(t)
+	server, started, exited := startTagged(t, "old", stays("group")+` & env -i `+stays("cleared")+` & setsid `+stays("daemon")+` &`, 3)
+	<-exited
+	inGroup, cleared, daemon := started["group"], started["cleared"], started["daemon"]
+	if inGroup.Pgid != server.Pid || cleared.Pgid != server.Pid || daemon.Pgid == server.Pid {
+		t.Fatalf("groups: %v, %v in %d, %v outside it", inGroup, cleared, server.Pid, daemon)
+	}
+	_, others, _ := startTagged(t, "other", stays("other"), 1)
+	record(t, j, "old",
+		&events.SessionStarted{Cwd: "/w", Host: deadHost(t)},
+		&events.ServerConnected{Server: "a", Pid: server.Pid, Pgid: server.Pgid, StartTime: server.StartTime},
+	)
+
+	found, err := session.ReapAbandoned(t.Context(), j, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Session != "old" {
+		t.Fatalf("found %+v, want session old", found)
+	}
+	for name, p := range map[string]proc.Identity{"process in the group": inGroup, "process that cleared its environment": cleared, "daemon": daemon} {
+		ref := events.ProcessRef{Pid: p.Pid, StartTime: p.StartTime}
+		if !slices.Contains(found[0].Reaped, ref) {
+			t.Errorf("reaped %v, lacks the %s %v", found[0].Reaped, name, ref)
+		}
+		if !goneWithin(p, 10*time.Second) {
+			t.Errorf("the %s (pid %d) still runs", name, p.Pid)
+		}
+	}
+	if goneWithin(others["other"], 0) {
+		t.Errorf("the process of another session (pid %d) was killed", others["other"].Pid)
+	}
+	_, evs := streamEvents(t, st, "old")
+	if r, ok := evs[len(evs)-1].(*events.OrphansReaped); !ok || !slices.Equal(r.Pids, found[0].Reaped) {
+		t.Errorf("old's stream ends with %#v, want OrphansReaped %v", evs[len(evs)-1], found[0].Reaped)
+	}
+}
+
+// TestReapAbandonedSkipsAnotherPidNamespace: a session whose host ran in
+// another PID namespace (another container, under the same host id) is
+// not taken for abandoned, and nothing of it is killed: its host's pid
+// cannot be looked up here. The same session recorded in this namespace
+// is.
+func TestReapAbandonedSkipsAnotherPidNamespace(t *testing.T) {
+	ns := events.PidNamespace()
+	if ns == 0 {
+		t.Skip("the PID namespace of this process is unknown")
+	}
+	j, st := newJournal(t)
+	elsewhere, here := startSleeper(t), startSleeper(t)
+	connected := func(s *sleeper) *events.ServerConnected {
+		return &events.ServerConnected{Server: "a", Pid: s.id.Pid, Pgid: s.id.Pgid, StartTime: s.id.StartTime}
+	}
+	record(t, j, "elsewhere", &events.SessionStarted{Host: deadHost(t), PidNamespace: ns + 1}, connected(elsewhere))
+	record(t, j, "here", &events.SessionStarted{Host: deadHost(t), PidNamespace: ns}, connected(here))
+
+	found, err := session.ReapAbandoned(t.Context(), j, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Session != "here" {
+		t.Fatalf("found %+v, want only session here", found)
+	}
+	if !here.exitedWithin(10 * time.Second) {
+		t.Error("the server of the session of this namespace still runs")
+	}
+	if !elsewhere.running() {
+		t.Error("the server of the session of another namespace was killed")
+	}
+	if types, _ := streamEvents(t, st, "elsewhere"); slices.Contains(types, events.TypeSessionAbandoned) {
+		t.Errorf("the session of another namespace was marked abandoned: %v", types)
+	}
+}
+
+// TestStartRecordsItsPidNamespace: SessionStarted names the host's PID
+// namespace beside its pid.
+func TestStartRecordsItsPidNamespace(t *testing.T) {
+	j, st := newJournal(t)
+	s, err := session.Start(t.Context(), j, &session.Options{Servers: []events.ServerConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	_, evs := streamEvents(t, st, s.ID())
+	if started, ok := evs[0].(*events.SessionStarted); !ok || started.PidNamespace != events.PidNamespace() || started.PidNamespace == 0 {
+		t.Errorf("first event %#v, want SessionStarted with PID namespace %d", evs[0], events.PidNamespace())
 	}
 }

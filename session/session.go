@@ -253,6 +253,7 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	started := &events.SessionStarted{Cwd: cwd, Gate: gate}
 	if host, ok := proc.IdentityOf(os.Getpid()); ok {
 		started.Host = &events.ProcessRef{Pid: host.Pid, StartTime: host.StartTime}
+		started.PidNamespace = events.PidNamespace()
 	}
 	hostServers := o.Servers != nil
 	configs, sources := slices.Clone(o.Servers), maps.Clone(o.Sources)

@@ -169,7 +169,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "             (default $MCP_AUDIT_DB, else $XDG_STATE_HOME/mcplife/events.db, else ~/.local/state/mcplife/events.db)")
 	fmt.Fprintln(w, "  --bus URL  nats://… : the fleet's NATS JetStream bus, so other hosts' events arrive live (default $MCPLIFE_BUS)")
 	fmt.Fprintln(w, "  --json     machine-readable output (shapes in the README)")
-	fmt.Fprintln(w, "\nenvironment: MCPLIFE_HOST sets the host id recorded on events (default a hash of user and host name)")
+	fmt.Fprintln(w, "\nenvironment: MCPLIFE_HOST sets the host id recorded on events (default a hash of user and host name, and of the PID namespace in a container)")
 	fmt.Fprintln(w, "\nexit status: 0 ok, 1 a check or a promised connection failed, 2 usage or input error")
 }
 

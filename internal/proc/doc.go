@@ -10,9 +10,12 @@
 // So that nothing outlives the host, even a host that is killed: each
 // child's [Identity] (pid, process group, start time) is taken when it
 // starts ([Process.Identity], [IdentityOf]) and its [Descendants] can be
-// listed, for the host to record; a later host passes what was recorded
-// to [Reap], which kills those that still exist and are still the same
-// processes. [BecomeSubreaper] makes orphans of the host's descendants
+// listed, for the host to record; and a child started for a session
+// ([Options.Session]) carries the session's id in its environment
+// ([SessionEnv], MCPLIFE_SESSION), which what it starts inherits. A
+// later host passes what was recorded, and the session's id, to [Reap],
+// which kills those that still exist and are still the same processes,
+// and those that carry the id, recorded or not. [BecomeSubreaper] makes orphans of the host's descendants
 // its children, and [ReapAdopted] or [ReapAdoptedOnSIGCHLD] waits for
 // them once they exit, leaving alone the children someone else waits
 // for.
@@ -24,7 +27,8 @@
 //	lines := proc.NewJSONLines(p.Stdout(), "some", 16<<20, p.Stderr(), log)
 //	// read JSON-RPC messages from lines, write requests to p.Stdin()
 //	seen := append([]proc.Identity{p.Identity()}, proc.Descendants(p.Pid())...)
-//	// record seen; after a crash, the next host calls proc.Reap(seen)
+//	// record seen; after a crash, the next host calls
+//	// proc.Reap(seen, &proc.ReapOptions{Session: session})
 //	err = p.Terminate() // stdin closed, group signalled, child reaped
 //	fmt.Println(*p.ExitStatus(), p.StderrTail())
 //
@@ -44,11 +48,15 @@
 //     (MCPLIFE_SERVER_INSTANCE), and signals them too; and the reaper
 //     parks on a pidfd instead of blocking a thread. Identities carry
 //     start times, so [Reap] can tell a recorded process from one that
-//     reuses its pid; the host can become a child subreaper.
+//     reuses its pid, and it reads the environments of this user's
+//     processes for a session's id; the host can become a child
+//     subreaper.
 //   - Other Unix systems: no parent-death signal, no subreaper
 //     ([BecomeSubreaper] returns an error wrapping
 //     [errors.ErrUnsupported]), and no start times: [Descendants] finds
-//     nothing and [Reap] kills nothing.
+//     nothing and [Reap] kills nothing. Children still carry
+//     MCPLIFE_SESSION, for a user to find them by (ps(1) shows
+//     environments where the system allows it).
 //   - Windows and other systems without process groups: the child runs
 //     without process-group semantics. Teardown closes its stdin, waits,
 //     then kills the child process alone; processes it started survive

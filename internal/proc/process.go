@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -37,6 +38,11 @@ type Options struct {
 	// SIGTERM before it receives SIGKILL (default [DefaultTermGrace]).
 	// Unused where there are no signals (Windows).
 	TermGrace time.Duration
+	// Session is the id of the session the process is started for (""
+	// for none): the child and what it starts carry it in their
+	// environment as [SessionEnv], on every platform, and on Linux
+	// [Reap] finds them by it.
+	Session string
 }
 
 // Process is one stdio server's child process: started in its own process
@@ -71,13 +77,19 @@ type Process struct {
 }
 
 // Start starts command with args in dir, with env (and, on Linux, the
-// server's instance marker) as its complete environment, in a new process
-// group where the platform has them. On Linux the child also gets SIGKILL
-// when this process dies, however it dies. opts nil means defaults.
+// server's instance marker; for a session, [SessionEnv]) as its complete
+// environment, in a new process group where the platform has them. On
+// Linux the child also gets SIGKILL when this process dies, however it
+// dies. opts nil means defaults. It fails for a session id that an
+// environment cannot hold (one with a NUL byte).
 func Start(command string, args []string, env []string, dir string, opts *Options) (*Process, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	session, err := sessionEntry(o.Session)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", command, err)
 	}
 	if o.StdinGrace <= 0 {
 		o.StdinGrace = DefaultStdinGrace
@@ -85,9 +97,13 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 	if o.TermGrace <= 0 {
 		o.TermGrace = DefaultTermGrace
 	}
+	env = env[:len(env):len(env)] // the entries below never write into the caller's array
+	if session != "" {
+		env = append(env, session) // the last entry of a name wins
+	}
 	marker := newInstanceMarker()
 	if marker != "" {
-		env = append(env[:len(env):len(env)], marker) // the last entry of a name wins
+		env = append(env, marker)
 	}
 	cmd := exec.Command(command, args...)
 	cmd.Env = env

@@ -9,5 +9,8 @@
 // A host that tears down leaves nothing running. A host killed with
 // SIGKILL takes its servers with it (the parent-death signal), and what
 // they started survives only until the next mcp-audit run on the same
-// store, which marks the session abandoned and kills those processes.
+// store, which marks the session abandoned and kills those processes,
+// those the host had not recorded yet too (right after a connect or a
+// config edit, or a daemon started between two looks): they carry the
+// session's id in their environment.
 package orphans
