@@ -854,7 +854,9 @@ func missing(want, have []string) []string {
 // grant, when cfg says so) and stores the token. cfg has its
 // substitutions resolved. It opens an MCP session to the server without
 // a token, so the server's own 401 (or 403) starts the flow, and closes
-// it. headers are sent with each request to the server (nil for none).
+// it. headers are sent with each request to the origin of cfg.URL (nil
+// for none), and neither they nor the token go to another origin that a
+// redirect leads to.
 // It returns [ErrNotRequired] when the server never asked for
 // authorization; errors hold no secret.
 func (a *Authorizer) Login(ctx context.Context, server string, cfg events.ServerConfig, headers map[string]string) (*Result, error) {
@@ -864,7 +866,8 @@ func (a *Authorizer) Login(ctx context.Context, server string, cfg events.Server
 	h := a.newHandler(server, cfg, nil)
 	h.login = true
 	client := mcp.NewClient(&mcp.Implementation{Name: a.opts.ClientName, Version: a.opts.ClientVersion}, nil)
-	withHeaders := &headerTransport{base: http.DefaultTransport, headers: headers}
+	resource, _ := url.Parse(cfg.URL)
+	withHeaders := &headerTransport{base: http.DefaultTransport, resource: resource, headers: headers}
 	var t mcp.Transport = &mcp.StreamableClientTransport{
 		Endpoint: cfg.URL, OAuthHandler: h, DisableStandaloneSSE: true, MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: withHeaders},
@@ -894,22 +897,6 @@ func (a *Authorizer) Login(ctx context.Context, server string, cfg events.Server
 		return nil, h.scrub(fmt.Errorf("oauth: login to %s: %w", server, err))
 	}
 	return nil, ErrNotRequired
-}
-
-// headerTransport sets configured headers on each request.
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-}
-
-func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range t.headers {
-			r.Header.Set(k, v)
-		}
-	}
-	return t.base.RoundTrip(r)
 }
 
 // Status is the stored authorization of one server.
