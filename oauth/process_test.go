@@ -220,8 +220,10 @@ func TestFileStoreSavesOfProcessesAtOnce(t *testing.T) {
 // the store and its lock file, both 0600, and no temporary file.
 func checkStoreFiles(t *testing.T, path string) {
 	t.Helper()
-	if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("the store's directory: %v, mode %v; want 0700", err, fi.Mode().Perm())
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o700 {
+		t.Errorf("the store's directory has mode %v, want 0700", fi.Mode().Perm())
 	}
 	des, err := os.ReadDir(filepath.Dir(path))
 	if err != nil {
