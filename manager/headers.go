@@ -47,11 +47,15 @@ func (o origin) String() string {
 	return o.scheme + "://" + net.JoinHostPort(o.host, o.port)
 }
 
-// originTransport confines a server's configured headers to the server's
-// configured origin. The headers are added below [http.Client]'s redirect
-// handling, so they must be added per request: a request to any other
-// origin (a redirect target elsewhere, or a legacy SSE message endpoint
-// elsewhere) is sent without them.
+// originTransport confines a server's configured headers, and its OAuth
+// bearer token, to the server's configured origin. The headers are added
+// below [http.Client]'s redirect handling, so they must be added per
+// request: a request to any other origin (a redirect target elsewhere, or
+// a legacy SSE message endpoint elsewhere) is sent without them. The
+// token is set above it (by the go-sdk's streamable transport), and the
+// client carries it over to a redirect target on the same host at any
+// port or scheme, or on a subdomain; it is removed from every request to
+// another origin.
 //
 // With refuseOther set (legacy SSE), a request that was addressed to
 // another origin in the first place, not reached by a redirect, fails with
@@ -73,6 +77,10 @@ func (t *originTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 				r.Body.Close() // a RoundTripper closes the body, also on errors
 			}
 			return nil, &crossOriginError{server: t.server, endpoint: r.URL, configured: t.configured}
+		}
+		if r.Header.Get("Authorization") != "" {
+			r = r.Clone(r.Context())
+			r.Header.Del("Authorization")
 		}
 		return t.base.RoundTrip(r)
 	}

@@ -23,8 +23,9 @@ import (
 type dialer func(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error)
 
 // newTransport returns the go-sdk transport for cfg: a child process for
-// stdio, streamable HTTP, or legacy HTTP+SSE. Header values are sent with
-// every HTTP request to the origin of cfg.URL, and with no other.
+// stdio, streamable HTTP, or legacy HTTP+SSE. Header values and the OAuth
+// token are sent with every HTTP request to the origin of cfg.URL, and
+// with no other.
 func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error) {
 	switch t := cfg.Transport(); t {
 	case events.TransportStdio:
@@ -52,8 +53,10 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 		client, pool := httpClient(name, cfg.URL, res.headers, true)
 		if res.oauth != nil {
 			// The go-sdk's SSE client takes no OAuth handler: its HTTP
-			// client authorizes each request instead. Requests to another
-			// origin are refused below it, token and all.
+			// client authorizes each request instead, sending the token to
+			// the configured origin only. Requests addressed to another
+			// origin are refused below it, and redirects to one followed
+			// without the token.
 			client.Transport = oauth.Transport(client.Transport, res.oauth)
 		}
 		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool}, nil
@@ -90,14 +93,12 @@ const httpStreamRetries = 1
 // httpClient returns the client of the server name at endpoint, with a
 // connection pool of its own (settings cloned from the default transport),
 // so a server's teardown can close its keep-alive connections. It sets
-// headers on every request to endpoint's origin and on no other request
-// (see [originTransport]); with sse, it refuses a message endpoint on
-// another origin.
+// headers on every request to endpoint's origin and on no other request,
+// and sends an Authorization header to no other origin (see
+// [originTransport]); with sse, it refuses a message endpoint on another
+// origin.
 func httpClient(name, endpoint string, headers map[string]string, sse bool) (*http.Client, *http.Transport) {
 	pool := http.DefaultTransport.(*http.Transport).Clone()
-	if len(headers) == 0 && !sse {
-		return &http.Client{Transport: pool}, pool
-	}
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		u = &url.URL{} // matches no request's origin: the headers are never sent

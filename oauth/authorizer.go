@@ -62,8 +62,9 @@ type Options struct {
 type Authorizer struct {
 	opts  Options
 	store TokenStore
-	// refreshMu serialises refreshes, so two connections of one server
-	// do not both spend a rotating refresh token.
+	// refreshMu serialises this process's refreshes, so two connections
+	// of one server do not both spend a rotating refresh token. Across
+	// processes, a store that is an [Updater] serialises them.
 	refreshMu sync.Mutex
 }
 
@@ -379,20 +380,75 @@ func fromOAuth2(t *oauth2.Token) Token {
 	return Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.Expiry}
 }
 
-// refresh spends e's refresh token and saves the new token. An
-// invalid_grant answer deletes nothing: the next 401 asks for a login.
+// refresh spends e's refresh token and saves the new token, unless the
+// store already holds a newer one: another connection, or another
+// process sharing the store, refreshed meanwhile (or logged in), and its
+// token is used as it is, or its refresh token (the live one) is spent.
+// The store's entry is read, refreshed and saved as one step ([Updater]),
+// so of several processes refreshing one token at once only the first
+// asks the authorization server. An invalid_grant answer deletes
+// nothing: the next 401 asks for a login. A token obtained but not saved
+// is used, and the failed save logged.
 func (h *handler) refresh(ctx context.Context, e *Entry) (*Entry, error) {
 	a := h.a
 	a.refreshMu.Lock()
 	defer a.refreshMu.Unlock()
-	// Another connection may have refreshed meanwhile.
-	if cur, err := a.store.Load(ctx, e.ServerURL); err == nil && cur.Issuer == e.Issuer && cur.Token.AccessToken != e.Token.AccessToken &&
-		(cur.Token.Expiry.IsZero() || a.opts.Now().Add(refreshMargin(cur)).Before(cur.Token.Expiry)) {
-		h.mu.Lock()
-		h.setEntry(cur)
-		h.mu.Unlock()
-		return cur, nil
+	var got *Entry
+	err := a.update(ctx, e.ServerURL, e.Issuer, func(cur *Entry) (*Entry, error) {
+		if cur != nil && cur.Token.AccessToken != e.Token.AccessToken {
+			if cur.Token.Expiry.IsZero() || a.opts.Now().Add(refreshMargin(cur)).Before(cur.Token.Expiry) {
+				got = cur
+				return nil, nil // nothing to save
+			}
+			e = cur
+		}
+		ne, err := h.spend(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		got = ne
+		return ne, nil
+	})
+	if got == nil {
+		if err == nil {
+			err = fmt.Errorf("oauth: refresh the token of %s: no token", h.server)
+		}
+		return nil, err
 	}
+	if err != nil {
+		a.opts.Log.Warn("OAuth token not saved", "server", h.server, "err", err)
+	}
+	h.mu.Lock()
+	h.setEntry(got)
+	h.mu.Unlock()
+	return got, nil
+}
+
+// update runs fn on the stored entry of (serverURL, issuer) and saves
+// what it returns, as one step where the store is an [Updater]. Requires
+// a.refreshMu.
+func (a *Authorizer) update(ctx context.Context, serverURL, issuer string, fn func(cur *Entry) (*Entry, error)) error {
+	if u, ok := a.store.(Updater); ok {
+		return u.Update(ctx, serverURL, issuer, fn)
+	}
+	cur, err := a.store.Load(ctx, serverURL)
+	if err != nil || cur.Issuer != issuer {
+		cur = nil
+	}
+	ne, err := fn(cur)
+	if err != nil || ne == nil {
+		return err
+	}
+	return a.store.Save(ctx, ne)
+}
+
+// spend runs the refresh grant with e's refresh token and returns the
+// entry holding the new token (and the rotated refresh token, if any).
+func (h *handler) spend(ctx context.Context, e *Entry) (*Entry, error) {
+	a := h.a
+	h.mu.Lock()
+	h.addSecret(e.Token.AccessToken, e.Token.RefreshToken)
+	h.mu.Unlock()
 	conf := &oauth2.Config{
 		ClientID: e.ClientID, ClientSecret: h.clientSecret(ctx, e),
 		Endpoint: oauth2.Endpoint{TokenURL: e.TokenURL, AuthStyle: oauth2.AuthStyle(e.AuthStyle)},
@@ -407,6 +463,7 @@ func (h *handler) refresh(ctx context.Context, e *Entry) (*Entry, error) {
 		return nil, err
 	}
 	ne := *e
+	ne.Scopes = slices.Clone(e.Scopes)
 	ne.Token = fromOAuth2(tok)
 	if ne.Token.RefreshToken == "" {
 		ne.Token.RefreshToken = e.Token.RefreshToken
@@ -416,11 +473,8 @@ func (h *handler) refresh(ctx context.Context, e *Entry) (*Entry, error) {
 	}
 	ne.SavedAt = a.opts.Now()
 	h.mu.Lock()
-	h.setEntry(&ne)
+	h.addSecret(ne.Token.AccessToken, ne.Token.RefreshToken)
 	h.mu.Unlock()
-	if err := a.store.Save(ctx, &ne); err != nil {
-		a.opts.Log.Warn("OAuth token not saved", "server", h.server, "err", err)
-	}
 	return &ne, nil
 }
 
@@ -800,7 +854,9 @@ func missing(want, have []string) []string {
 // grant, when cfg says so) and stores the token. cfg has its
 // substitutions resolved. It opens an MCP session to the server without
 // a token, so the server's own 401 (or 403) starts the flow, and closes
-// it. headers are sent with each request to the server (nil for none).
+// it. headers are sent with each request to the origin of cfg.URL (nil
+// for none), and neither they nor the token go to another origin that a
+// redirect leads to.
 // It returns [ErrNotRequired] when the server never asked for
 // authorization; errors hold no secret.
 func (a *Authorizer) Login(ctx context.Context, server string, cfg events.ServerConfig, headers map[string]string) (*Result, error) {
@@ -810,7 +866,8 @@ func (a *Authorizer) Login(ctx context.Context, server string, cfg events.Server
 	h := a.newHandler(server, cfg, nil)
 	h.login = true
 	client := mcp.NewClient(&mcp.Implementation{Name: a.opts.ClientName, Version: a.opts.ClientVersion}, nil)
-	withHeaders := &headerTransport{base: http.DefaultTransport, headers: headers}
+	resource, _ := url.Parse(cfg.URL)
+	withHeaders := &headerTransport{base: http.DefaultTransport, resource: resource, headers: headers}
 	var t mcp.Transport = &mcp.StreamableClientTransport{
 		Endpoint: cfg.URL, OAuthHandler: h, DisableStandaloneSSE: true, MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: withHeaders},
@@ -840,22 +897,6 @@ func (a *Authorizer) Login(ctx context.Context, server string, cfg events.Server
 		return nil, h.scrub(fmt.Errorf("oauth: login to %s: %w", server, err))
 	}
 	return nil, ErrNotRequired
-}
-
-// headerTransport sets configured headers on each request.
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-}
-
-func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		r = r.Clone(r.Context())
-		for k, v := range t.headers {
-			r.Header.Set(k, v)
-		}
-	}
-	return t.base.RoundTrip(r)
 }
 
 // Status is the stored authorization of one server.

@@ -93,20 +93,54 @@ func DefaultStorePath() (string, error) {
 	return filepath.Join(home, ".config", "mcplife", "oauth.json"), nil
 }
 
-// FileStore is the default [TokenStore]: one JSON file, mode 0600, in a
-// 0700 directory, rewritten whole (write to a temporary file, then
-// rename) on each change. It is safe for concurrent use within a
-// process; across processes the last writer of an entry wins.
-type FileStore struct {
-	path string
-	mu   sync.Mutex
+// Updater is implemented by a [TokenStore] that can change one entry as
+// a single step, also against other processes sharing the store. The
+// [Authorizer] refreshes tokens through it, so that of several processes
+// holding one expiring token only the first spends the refresh token and
+// the others use what it saved: a refresh token that works once, spent
+// twice, logs both out (and an authorization server that detects the
+// reuse revokes the new one too). For a store that is not an Updater, the
+// Authorizer serialises its own refreshes only.
+type Updater interface {
+	// Update calls fn with the entry stored under (serverURL, issuer),
+	// or nil, while no other Update or change of the store can run, and
+	// saves the entry fn returns (nothing when it returns nil or an
+	// error). It returns fn's error, else the error of taking the lock
+	// or of saving. fn must not change the store itself.
+	Update(ctx context.Context, serverURL, issuer string, fn func(cur *Entry) (*Entry, error)) error
 }
 
-var _ TokenStore = (*FileStore)(nil)
+// FileStore is the default [TokenStore]: one JSON file, mode 0600, in a
+// 0700 directory. It is safe for concurrent use, also by several
+// processes: each change reads the file, changes it and writes it back
+// whole while holding an exclusive lock on the file beside it named
+// path + ".lock" (flock(2) on Unix, LockFileEx on Windows; on other
+// platforms the lock covers this process only), so no process loses
+// another's entry. A write goes to a temporary file in the same
+// directory, which is flushed and then renamed over the store, and the
+// directory is flushed: a reader sees the old file or the new one, never
+// part of one, and a crash leaves one of them. Reads take no lock.
+type FileStore struct {
+	path string
+	// sem holds the right to change the store within this process; the
+	// lock file then excludes other processes.
+	sem chan struct{}
+}
+
+var (
+	_ TokenStore = (*FileStore)(nil)
+	_ Updater    = (*FileStore)(nil)
+)
+
+// maxLockPoll is the longest pause between two tries of a lock that
+// another process holds.
+const maxLockPoll = 50 * time.Millisecond
 
 // NewFileStore returns the store kept in the file at path; the file is
 // created on the first save.
-func NewFileStore(path string) *FileStore { return &FileStore{path: path} }
+func NewFileStore(path string) *FileStore {
+	return &FileStore{path: path, sem: make(chan struct{}, 1)}
+}
 
 // Path returns the store's file.
 func (s *FileStore) Path() string { return s.path }
@@ -118,7 +152,8 @@ type fileData struct {
 
 func entryKey(serverURL, issuer string) string { return serverURL + " " + issuer }
 
-// Requires s.mu.
+// read returns the stored data; a store that does not exist yet is
+// empty.
 func (s *FileStore) read() (*fileData, error) {
 	d := &fileData{Tokens: map[string]*Entry{}, Clients: map[string]*Registration{}}
 	b, err := os.ReadFile(s.path)
@@ -141,18 +176,52 @@ func (s *FileStore) read() (*fileData, error) {
 	return d, nil
 }
 
-// Requires s.mu.
-func (s *FileStore) write(d *fileData) error {
+// change runs fn on the stored data while holding the store's lock, and
+// writes the data back when fn reports a change. The data fn gets was
+// read after the lock was taken, so it holds every change made before.
+// It waits for the lock until ctx ends; with ctx already ended, it tries
+// once.
+func (s *FileStore) change(ctx context.Context, fn func(d *fileData) (changed bool, err error)) error {
+	select {
+	case s.sem <- struct{}{}: // a store this process does not change: no wait
+	default:
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("oauth: token store %s: %w", s.path, ctx.Err())
+		}
+	}
+	defer func() { <-s.sem }()
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return fmt.Errorf("oauth: token store: %w", err)
 	}
+	unlock, err := lockFile(ctx, s.path+".lock")
+	if err != nil {
+		return fmt.Errorf("oauth: lock token store %s: %w", s.path, err)
+	}
+	defer unlock()
+	d, err := s.read()
+	if err != nil {
+		return err
+	}
+	changed, err := fn(d)
+	if err != nil || !changed {
+		return err
+	}
+	return s.write(d)
+}
+
+// write replaces the store's file with d atomically. Requires the
+// store's lock.
+func (s *FileStore) write(d *fileData) error {
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return fmt.Errorf("oauth: token store: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(s.path), ".oauth-*.json")
+	dir := filepath.Dir(s.path)
+	f, err := os.CreateTemp(dir, ".oauth-*.json")
 	if err != nil {
-		return fmt.Errorf("oauth: token store: %w", err)
+		return fmt.Errorf("oauth: write token store %s: %w", s.path, err)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op after the rename
@@ -169,15 +238,16 @@ func (s *FileStore) write(d *fileData) error {
 	if err == nil {
 		err = os.Rename(tmp, s.path)
 	}
+	if err == nil {
+		err = syncDir(dir)
+	}
 	if err != nil {
-		return fmt.Errorf("oauth: write token store: %w", err)
+		return fmt.Errorf("oauth: write token store %s: %w", s.path, err)
 	}
 	return nil
 }
 
 func (s *FileStore) Load(_ context.Context, serverURL string) (*Entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	d, err := s.read()
 	if err != nil {
 		return nil, err
@@ -195,45 +265,52 @@ func latest(tokens map[string]*Entry, serverURL string) (*Entry, error) {
 	if best == nil {
 		return nil, fmt.Errorf("%w for this server", ErrNoToken)
 	}
-	c := *best
-	c.Scopes = slices.Clone(best.Scopes)
-	return &c, nil
+	return cloneEntry(best), nil
 }
 
-func (s *FileStore) Save(_ context.Context, e *Entry) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, err := s.read()
-	if err != nil {
-		return err
-	}
+func cloneEntry(e *Entry) *Entry {
 	c := *e
-	d.Tokens[entryKey(e.ServerURL, e.Issuer)] = &c
-	return s.write(d)
+	c.Scopes = slices.Clone(e.Scopes)
+	return &c
 }
 
-func (s *FileStore) Delete(_ context.Context, serverURL string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, err := s.read()
-	if err != nil {
-		return err
-	}
-	n := len(d.Tokens)
-	for k, e := range d.Tokens {
-		if e.ServerURL == serverURL {
-			delete(d.Tokens, k)
+func (s *FileStore) Save(ctx context.Context, e *Entry) error {
+	return s.change(ctx, func(d *fileData) (bool, error) {
+		d.Tokens[entryKey(e.ServerURL, e.Issuer)] = cloneEntry(e)
+		return true, nil
+	})
+}
+
+// Update implements [Updater]: fn runs while this process holds the
+// store's lock, so also while no other process changes the store.
+func (s *FileStore) Update(ctx context.Context, serverURL, issuer string, fn func(cur *Entry) (*Entry, error)) error {
+	return s.change(ctx, func(d *fileData) (bool, error) {
+		var cur *Entry
+		if e := d.Tokens[entryKey(serverURL, issuer)]; e != nil {
+			cur = cloneEntry(e)
 		}
-	}
-	if n == len(d.Tokens) {
-		return nil
-	}
-	return s.write(d)
+		ne, err := fn(cur)
+		if err != nil || ne == nil {
+			return false, err
+		}
+		d.Tokens[entryKey(ne.ServerURL, ne.Issuer)] = cloneEntry(ne)
+		return true, nil
+	})
+}
+
+func (s *FileStore) Delete(ctx context.Context, serverURL string) error {
+	return s.change(ctx, func(d *fileData) (bool, error) {
+		n := len(d.Tokens)
+		for k, e := range d.Tokens {
+			if e.ServerURL == serverURL {
+				delete(d.Tokens, k)
+			}
+		}
+		return n != len(d.Tokens), nil
+	})
 }
 
 func (s *FileStore) List(_ context.Context) ([]Entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	d, err := s.read()
 	if err != nil {
 		return nil, err
@@ -249,8 +326,6 @@ func (s *FileStore) List(_ context.Context) ([]Entry, error) {
 }
 
 func (s *FileStore) Registration(_ context.Context, issuer string) (*Registration, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	d, err := s.read()
 	if err != nil {
 		return nil, err
@@ -262,16 +337,12 @@ func (s *FileStore) Registration(_ context.Context, issuer string) (*Registratio
 	return nil, nil
 }
 
-func (s *FileStore) SaveRegistration(_ context.Context, r *Registration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, err := s.read()
-	if err != nil {
-		return err
-	}
-	c := *r
-	d.Clients[r.Issuer] = &c
-	return s.write(d)
+func (s *FileStore) SaveRegistration(ctx context.Context, r *Registration) error {
+	return s.change(ctx, func(d *fileData) (bool, error) {
+		c := *r
+		d.Clients[r.Issuer] = &c
+		return true, nil
+	})
 }
 
 // MemoryStore is a [TokenStore] in memory, for hosts that keep tokens

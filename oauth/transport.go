@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
@@ -16,19 +17,51 @@ import (
 // (a refresh, a client-credentials grant, a login or a [*NeedsAuthError])
 // and sends the request once more. It is for clients that take an HTTP
 // client but no OAuth handler: the go-sdk's legacy HTTP+SSE transport.
+//
+// The token goes only to the origin (scheme, host and port) of the
+// resource: the server URL of a handler from [Authorizer.Handler], else
+// the URL of the request that started the redirect chain. A request to
+// any other origin, a redirect target or a message endpoint elsewhere, is
+// sent through base without it (and without an Authorization header).
 func Transport(base http.RoundTripper, h auth.OAuthHandler) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &authTransport{base: base, h: h}
+	t := &authTransport{base: base, h: h}
+	if ours, ok := h.(*handler); ok {
+		t.resource, _ = url.Parse(ours.url)
+	}
+	return t
 }
 
 type authTransport struct {
 	base http.RoundTripper
 	h    auth.OAuthHandler
+	// resource is the URL whose origin gets the token; nil: the origin of
+	// each redirect chain's first request.
+	resource *url.URL
+}
+
+// onResource reports whether r goes to the origin the token is for.
+func (t *authTransport) onResource(r *http.Request) bool {
+	if t.resource != nil {
+		return sameOrigin(r.URL, t.resource)
+	}
+	first := r
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	return sameOrigin(r.URL, first.URL)
 }
 
 func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !t.onResource(r) {
+		if r.Header.Get("Authorization") != "" {
+			r = r.Clone(r.Context())
+			r.Header.Del("Authorization")
+		}
+		return t.base.RoundTrip(r)
+	}
 	resp, err := t.send(r, r.Body)
 	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return resp, err
