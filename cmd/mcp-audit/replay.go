@@ -124,7 +124,7 @@ func (p *replayPrinter) print(env events.Envelope) error {
 
 func (g *globals) typeColor(t string) string {
 	switch t {
-	case events.TypeConnectFailed, events.TypeToolsListFailed, events.TypeServerInvalid, events.TypeDiscoveryFailed:
+	case events.TypeConnectFailed, events.TypeToolsListFailed, events.TypeServerInvalid, events.TypeDiscoveryFailed, events.TypeRecordingGap:
 		return g.paint(colorRed, fmt.Sprintf("%-19s", t))
 	case events.TypeServerConnected, events.TypeToolsListed:
 		return g.paint(colorGreen, fmt.Sprintf("%-19s", t))
