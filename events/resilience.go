@@ -103,9 +103,9 @@ type OrphansReaped struct {
 // failed while it was. Dropped events, recorded between From and To (the
 // times of the first and the last), are missing at this point of the
 // stream. The later events of a tool call whose ToolCallStarted is among
-// them are not stored either (and not counted), so the stream never holds
-// a ToolCallFinished without its start; a call open at the gap may have
-// finished inside it.
+// them are not stored either (those that come after the gap was recorded
+// are not counted), so the stream never holds a ToolCallFinished without
+// its start; a call open at the gap may have finished inside it.
 type RecordingGap struct {
 	From    time.Time `json:"from"`
 	To      time.Time `json:"to"`
