@@ -48,12 +48,9 @@ const spoolHeaderLen = len(spoolMagic) + 16 + 1
 // spoolExt ends the name of every spool file.
 const spoolExt = ".spool"
 
-// openSpool opens the spool in dir (creating dir), taking over the files
-// no other journal holds, oldest first.
+// openSpool opens the spool in dir, taking over the files no other
+// journal holds, oldest first. dir is created when first needed.
 func openSpool(dir string, limit int64) (*spool, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("journal: spool directory %s: %w", dir, err)
-	}
 	sp := &spool{dir: dir, limit: limit}
 	if !canLock {
 		return sp, nil // files of other journals cannot be told from orphans
@@ -172,6 +169,9 @@ func (sp *spool) push(it *heldItem, force bool) error {
 
 // create makes a new spool file, locked, with its header.
 func (sp *spool) create() (*segment, error) {
+	if err := os.MkdirAll(sp.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: spool directory %s: %w", sp.dir, err)
+	}
 	path := filepath.Join(sp.dir, fmt.Sprintf("%020d-%d%s", time.Now().UnixNano(), os.Getpid(), spoolExt))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
