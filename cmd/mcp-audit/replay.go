@@ -72,7 +72,7 @@ func runReplay(ctx context.Context, g *globals, args []string) error {
 // arrive on the fleet's bus, from any host, with the store filling what
 // the bus misses, until ctx ends.
 func followBus(ctx context.Context, g *globals, st store.Store, session string, from uint64, p *replayPrinter) error {
-	j, closeJournal, err := g.journalOn(st)
+	j, closeJournal, err := g.journalOn(st, "")
 	if err != nil {
 		return err
 	}
