@@ -82,7 +82,8 @@ type Options struct {
 	// that do not fit in HeldBytes, and, at Close, those it still holds
 	// (default "": none, they stay in memory). Use one directory per
 	// store: a journal opened on it stores what another journal left there
-	// before anything else.
+	// before anything else (on Unix, where the journal locks its files;
+	// elsewhere a journal uses only the files it created).
 	Spool string
 	// SpoolBytes bounds the spool (default DefaultSpoolBytes).
 	SpoolBytes int64

@@ -95,6 +95,10 @@ func adoptSegment(path string) (*segment, error) {
 		f.Close()
 		return nil, fmt.Errorf("journal: spool file %s: %w", path, err)
 	}
+	if now, err := os.Stat(path); err != nil || !os.SameFile(info, now) {
+		f.Close() // another journal stored it and removed it meanwhile
+		return nil, nil
+	}
 	hdr := make([]byte, spoolHeaderLen)
 	if _, err := f.ReadAt(hdr, 0); err != nil {
 		// Created but not written: nothing in it.
@@ -242,13 +246,14 @@ func (sp *spool) pop(n int) error {
 	seg.read = seg.ends[n-1]
 	clear(seg.peeked[:n])
 	seg.peeked, seg.ends = seg.peeked[n:], seg.ends[n:]
+	// The header first: a journal that opened the file before it is
+	// removed finds nothing left in it.
+	if _, err := seg.f.WriteAt(header(seg.read), 0); err != nil {
+		return fmt.Errorf("journal: spool file %s: %w", seg.path, err)
+	}
 	if len(seg.peeked) == 0 && seg.read >= seg.end {
 		seg.remove()
 		sp.segs = sp.segs[1:]
-		return nil
-	}
-	if _, err := seg.f.WriteAt(header(seg.read), 0); err != nil {
-		return fmt.Errorf("journal: spool file %s: %w", seg.path, err)
 	}
 	return nil
 }
