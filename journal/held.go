@@ -379,14 +379,10 @@ func (j *Journal) drain(out *storedBatch) {
 	h := j.held
 	for {
 		if !h.hasItems() {
-			if len(h.tailOrder) == 0 {
-				break
+			if len(h.tailOrder) > 0 && !j.storeGaps(out) {
+				return
 			}
-			if err := h.sealTail(); err != nil {
-				j.log.Error("journal: record a RecordingGap", "err", err)
-				h.tail, h.tailOrder = nil, nil
-			}
-			continue
+			break
 		}
 		n := maxDrain
 		if h.single {
@@ -407,12 +403,7 @@ func (j *Journal) drain(out *storedBatch) {
 		for i, it := range items {
 			envs := it.Envs
 			if it.Gap != nil {
-				env, err := events.New(it.Session, it.Gap, now)
-				if err != nil {
-					panic(err) // a RecordingGap always encodes
-				}
-				env.Host = j.host
-				envs = []events.Envelope{env}
+				envs = []events.Envelope{j.gapEnvelope(it.Session, it.Gap, now)}
 			}
 			reqs[i] = store.AppendRequest{Stream: it.Session, Expected: store.AnyVersion, Envs: envs}
 		}
@@ -463,6 +454,55 @@ func (j *Journal) drain(out *storedBatch) {
 	}
 	h.down, h.single, h.logged, h.warned = false, false, false, false
 	h.retry, h.stored, h.dropped, h.lastErr = 0, 0, 0, nil
+}
+
+// gapEnvelope is the envelope of session's gap, recorded at now.
+func (j *Journal) gapEnvelope(session string, g *events.RecordingGap, now time.Time) events.Envelope {
+	env, err := events.New(session, g, now)
+	if err != nil {
+		panic(err) // a RecordingGap always encodes
+	}
+	env.Host = j.host
+	return env
+}
+
+// storeGaps stores the gaps of the events lost since the last held item,
+// in one commit, and reports whether the store took them; until it does,
+// they stay open, so later losses count in them. Requires j.mu.
+func (j *Journal) storeGaps(out *storedBatch) bool {
+	h := j.held
+	now := j.now().UTC()
+	reqs := make([]store.AppendRequest, len(h.tailOrder))
+	for i, s := range h.tailOrder {
+		reqs[i] = store.AppendRequest{Stream: s, Expected: store.AnyVersion, Envs: []events.Envelope{j.gapEnvelope(s, h.tail[s], now)}}
+	}
+	res := j.commit(reqs)
+	down := false
+	var keep []string
+	for k, s := range h.tailOrder {
+		err := res[k].Err
+		if err == nil {
+			out.add(res[k].Envs, nil)
+			delete(h.tail, s)
+			continue
+		}
+		if !down && !permanent(err) && j.storeDown() {
+			down, h.lastErr = true, err
+		}
+		if down {
+			keep = append(keep, s)
+			continue
+		}
+		j.log.Error("journal: the store refused a RecordingGap", "session", s, "err", err)
+		delete(h.tail, s)
+	}
+	h.tailOrder = keep
+	if down {
+		h.backoff(time.Now())
+		return false
+	}
+	h.tail = nil
+	return true
 }
 
 // closeHeld keeps what is still held, at Close, in the spool for the next

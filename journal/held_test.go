@@ -415,3 +415,35 @@ func TestRecordingGapPastBound(t *testing.T) {
 		t.Errorf("verify with a call started after the gap left open: %v, want it reported", v)
 	}
 }
+
+// Waited-for appends lost during one outage, with attempts to store the
+// gap in between, are recorded as one RecordingGap counting them all.
+func TestLostAppendsShareOneGap(t *testing.T) {
+	st := newDownStore()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	st.setDown(true)
+	for i := range 3 {
+		if _, err := j.Append(ctx, "s", ev(i)); !errors.Is(err, errDown) {
+			t.Fatalf("Append %d while the store is down: %v", i, err)
+		}
+		before := st.numFailed()
+		if err := j.Flush(ctx); err != nil { // tries to store the gap
+			t.Fatal(err)
+		}
+		if st.numFailed() == before {
+			t.Fatalf("Flush %d did not try the store", i)
+		}
+	}
+	st.setDown(false)
+	if _, err := j.Append(ctx, "s", ev(3)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(storedStory(t, st)), "[gap:3 s3]"; got != want {
+		t.Fatalf("stored %s, want %s", got, want)
+	}
+}
