@@ -293,8 +293,9 @@ func (j *Journal) persist(live []*request, out *storedBatch) {
 	res := j.commit(reqs)
 	if f, rest := failedFrom(res); f < len(res) && rest {
 		// Nothing was stored from live[f] on: held or failed in order,
-		// when the store is unavailable.
-		hold := len(live)-f > 1 || live[f].done == nil
+		// when the store is unavailable. One by one, live[f] failed
+		// alone: a waited-for append the store answers about is refused.
+		hold := live[f].done == nil || (j.batches(len(live)) && len(live)-f > 1)
 		if j.unavailable(res[f].Err, hold) {
 			for i, r := range live[:f] {
 				r.out = res[i].Envs
@@ -314,7 +315,18 @@ func (j *Journal) persist(live []*request, out *storedBatch) {
 		}
 		r.err = fmt.Errorf("journal: append to %q: %w", r.session, res[i].Err)
 		j.held.forget(r.session, r.envs)
+		if !j.batches(len(live)) {
+			// One by one, those after it were not tried.
+			j.persist(live[i+1:], out)
+			return
+		}
 	}
+}
+
+// batches reports whether commit stores n requests in one commit.
+func (j *Journal) batches(n int) bool {
+	_, ok := j.st.(store.BatchAppender)
+	return ok && n > 1
 }
 
 // commit appends reqs in one commit when the store can, else one by one,
@@ -325,8 +337,8 @@ func (j *Journal) commit(reqs []store.AppendRequest) []store.AppendResult {
 	// A caller that stops waiting once its request is taken still gets it
 	// stored: the writer does not depend on callers' contexts.
 	ctx := context.Background()
-	if ba, ok := j.st.(store.BatchAppender); ok && len(reqs) > 1 {
-		return ba.AppendBatch(ctx, reqs)
+	if j.batches(len(reqs)) {
+		return j.st.(store.BatchAppender).AppendBatch(ctx, reqs)
 	}
 	res := make([]store.AppendResult, len(reqs))
 	for i, r := range reqs {
