@@ -162,10 +162,13 @@ func (h *held) dropLostCalls(session string, envs []events.Envelope) []events.En
 // sealTail queues the gaps of the events lost so far as items, so what is
 // held after them is stored after them.
 func (h *held) sealTail() error {
-	for _, s := range h.tailOrder {
+	for len(h.tailOrder) > 0 {
+		s := h.tailOrder[0]
 		if err := h.push(&heldItem{Session: s, Gap: h.tail[s]}, true); err != nil {
 			return err
 		}
+		delete(h.tail, s)
+		h.tailOrder = h.tailOrder[1:]
 	}
 	h.tail, h.tailOrder = nil, nil
 	return nil
