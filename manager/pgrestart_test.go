@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -113,9 +114,19 @@ func TestPostgresRestartDuringSession(t *testing.T) {
 // A PostgreSQL server stopped for a few seconds while the host calls a tool
 // every few milliseconds, with one call in flight when it stops and one
 // started while it is down: once it is back, verify passes on the session
-// and every call made is recorded (or a RecordingGap accounts for those
-// that are not).
+// and every call made is recorded; with room for a few events only, a
+// RecordingGap accounts for those that are not.
 func TestPostgresStoppedUnderCalls(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { postgresOutage(t, nil, false) })
+	t.Run("spool", func(t *testing.T) {
+		postgresOutage(t, &journal.Options{HeldBytes: 32 << 10, Spool: t.TempDir()}, false)
+	})
+	t.Run("past the bound", func(t *testing.T) { postgresOutage(t, &journal.Options{HeldBytes: 32 << 10}, true) })
+}
+
+// postgresOutage runs the outage of TestPostgresStoppedUnderCalls with
+// the journal options opts; wantGap: the journal cannot hold it all.
+func postgresOutage(t *testing.T, opts *journal.Options, wantGap bool) {
 	srv := pgtest.StartServer(t)
 	ctx := testCtx(t)
 	db, err := postgres.Open(ctx, srv.ConnString(), nil)
@@ -125,7 +136,11 @@ func TestPostgresStoppedUnderCalls(t *testing.T) {
 	defer db.Close()
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	j, err := journal.New(db, &journal.Options{Logger: logger, Spool: t.TempDir()})
+	if opts == nil {
+		opts = &journal.Options{}
+	}
+	opts.Logger = logger
+	j, err := journal.New(db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,6 +272,14 @@ func TestPostgresStoppedUnderCalls(t *testing.T) {
 	calls := int(made.Load()) + 2 // and the two sleep calls
 	if finished != calls && (dropped == 0 || calls-finished > dropped) {
 		t.Errorf("%d calls made, %d recorded, %d events in RecordingGaps: the difference is not accounted for", calls, finished, dropped)
+	}
+	if opts.Spool != "" {
+		if left, _ := filepath.Glob(filepath.Join(opts.Spool, "*.spool")); len(left) != 0 {
+			t.Errorf("spool files left once everything was stored: %v", left)
+		}
+	}
+	if wantGap != (dropped > 0) {
+		t.Errorf("%d events dropped; want some: %t", dropped, wantGap)
 	}
 	t.Logf("database down for %v: %d calls made, %d recorded, %d events dropped", down.Round(time.Millisecond), calls, finished, dropped)
 	if l := logs.String(); !strings.Contains(l, "store unavailable") {
