@@ -229,16 +229,17 @@ func (j *Journal) write(batch []*request, retry bool) {
 			j.drain(&out)
 		}
 	}
-	if len(out.envs) > 0 {
+	stored, typed := out.envs, out.typed
+	if len(stored) > 0 {
 		// The events are stored: keeping the projections current does not
 		// depend on any caller's context.
-		j.project(context.Background(), out.envs, out.typed)
+		j.project(context.Background(), stored, typed)
 		// Under j.mu, so batches go out in sequence order.
 		for f := range j.feeds {
-			f.push(out.envs)
+			f.push(stored)
 		}
 		if j.pub != nil {
-			j.pubq <- out.envs
+			j.pubq <- stored
 		}
 	}
 	j.mu.Unlock()
