@@ -388,6 +388,7 @@ var decoders = map[string]struct {
 	TypeProcessesSeen:        {1, func() Event { return new(ProcessesSeen) }},
 	TypeSessionAbandoned:     {1, func() Event { return new(SessionAbandoned) }},
 	TypeOrphansReaped:        {1, func() Event { return new(OrphansReaped) }},
+	TypeRecordingGap:         {1, func() Event { return new(RecordingGap) }},
 	TypeServerLog:            {1, func() Event { return new(ServerLog) }},
 	TypeElicitationRequested: {1, func() Event { return new(ElicitationRequested) }},
 	TypeElicitationAnswered:  {1, func() Event { return new(ElicitationAnswered) }},

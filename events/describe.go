@@ -92,6 +92,8 @@ func Describe(ev Event) string {
 		return fmt.Sprintf("session=%s detectedBy=%s", e.Session, e.DetectedBy)
 	case *OrphansReaped:
 		return fmt.Sprintf("session=%s pids=%s", e.Session, pidList(e.Pids))
+	case *RecordingGap:
+		return fmt.Sprintf("dropped=%d", e.Dropped)
 	case *ServerLog:
 		s := fmt.Sprintf("%s level=%s%s", e.Server, e.Level, kv(" logger", e.Logger))
 		if e.Dropped > 0 {
@@ -171,6 +173,8 @@ func DurationOf(ev Event) (time.Duration, bool) {
 		return e.Duration, true
 	case *SamplingAnswered:
 		return e.Duration, true
+	case *RecordingGap:
+		return e.To.Sub(e.From), true
 	}
 	return 0, false
 }

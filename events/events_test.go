@@ -39,6 +39,7 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&ProcessesSeen{Server: "s", Pids: []ProcessRef{{Pid: 10, StartTime: 99}}},
 		&SessionAbandoned{Session: "old", DetectedBy: "new"},
 		&OrphansReaped{Session: "old", Pids: []ProcessRef{{Pid: 10, StartTime: 99}}},
+		&RecordingGap{From: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), To: time.Date(2026, 1, 2, 3, 4, 9, 0, time.UTC), Dropped: 1064},
 		&ElicitationRequested{Server: "s", Mode: "form", Fields: 2},
 		&ElicitationAnswered{Server: "s", Action: "accept", Fields: 2, Duration: time.Millisecond},
 		&SamplingRequested{Server: "s", Messages: 1, MaxTokens: 100},

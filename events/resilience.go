@@ -1,5 +1,7 @@
 package events
 
+import "time"
+
 // Events of the resilience lifecycle: reconnects, health, live config and
 // the processes a host leaves behind.
 
@@ -13,6 +15,7 @@ const (
 	TypeProcessesSeen      = "ProcessesSeen"
 	TypeSessionAbandoned   = "SessionAbandoned"
 	TypeOrphansReaped      = "OrphansReaped"
+	TypeRecordingGap       = "RecordingGap"
 )
 
 // Reasons of [Disconnected] beside the first release's.
@@ -94,6 +97,21 @@ type OrphansReaped struct {
 	Pids    []ProcessRef `json:"pids"`
 }
 
+// RecordingGap is recorded in a session's stream where events of the
+// session could not be stored: the store was unavailable for longer than
+// the journal could hold the session's events, or a waited-for append
+// failed while it was. Dropped events, recorded between From and To (the
+// times of the first and the last), are missing at this point of the
+// stream. The later events of a tool call whose ToolCallStarted is among
+// them are not stored either (those that come after the gap was recorded
+// are not counted), so the stream never holds a ToolCallFinished without
+// its start; a call open at the gap may have finished inside it.
+type RecordingGap struct {
+	From    time.Time `json:"from"`
+	To      time.Time `json:"to"`
+	Dropped int       `json:"dropped"`
+}
+
 func (*ReconnectScheduled) Type() string { return TypeReconnectScheduled }
 func (*ReconnectGaveUp) Type() string    { return TypeReconnectGaveUp }
 func (*HostResumed) Type() string        { return TypeHostResumed }
@@ -101,6 +119,7 @@ func (*ConfigChanged) Type() string      { return TypeConfigChanged }
 func (*ProcessesSeen) Type() string      { return TypeProcessesSeen }
 func (*SessionAbandoned) Type() string   { return TypeSessionAbandoned }
 func (*OrphansReaped) Type() string      { return TypeOrphansReaped }
+func (*RecordingGap) Type() string       { return TypeRecordingGap }
 
 func (e *ReconnectScheduled) ServerName() string { return e.Server }
 func (e *ReconnectGaveUp) ServerName() string    { return e.Server }

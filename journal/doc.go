@@ -20,6 +20,13 @@
 // itself is restored from the store's latest checkpoint and caught up from
 // there, so startup cost does not grow with history.
 //
+// While the store is unavailable (its appends and reads fail), deferred
+// appends are held in order, in memory and then in a spool directory
+// (Options.Spool), and stored once it is back, before anything appended
+// after them; a spool that a journal left (it closed or was killed during
+// an outage) is stored by the next journal on it. Past those bounds the
+// loss is recorded as an [events.RecordingGap] where it happened.
+//
 // A session's events form one stream, named by its session id
 // ([NewSessionID]).
 //

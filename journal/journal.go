@@ -73,6 +73,20 @@ type Options struct {
 	// commit's own time, what a killed process can lose of its deferred
 	// appends.
 	DeferredDelay time.Duration
+	// HeldBytes bounds, roughly in bytes, the deferred appends the journal
+	// holds in memory while its store is unavailable (default
+	// DefaultHeldBytes); past it they go to the spool, or, without one,
+	// are lost and recorded as a RecordingGap. See [Journal.AppendDeferred].
+	HeldBytes int
+	// Spool is the directory where the journal keeps deferred appends
+	// that do not fit in HeldBytes, and, at Close, those it still holds
+	// (default "": none, they stay in memory). Use one directory per
+	// store: a journal opened on it stores what another journal left there
+	// before anything else (on Unix, where the journal locks its files;
+	// elsewhere a journal uses only the files it created).
+	Spool string
+	// SpoolBytes bounds the spool (default DefaultSpoolBytes).
+	SpoolBytes int64
 }
 
 // Projection is a pure fold over envelopes, applied in sequence order.
@@ -163,6 +177,10 @@ type Journal struct {
 	// deferredDelay: see Options.DeferredDelay (≤ 0: no wait).
 	deferredDelay time.Duration
 
+	// held is what the writer keeps while the store is unavailable
+	// (held.go). Guarded by mu.
+	held *held
+
 	// mu serialises writing and projecting and guards the fields below.
 	mu          sync.Mutex
 	closed      bool
@@ -209,6 +227,30 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 	if o.DeferredDelay == 0 {
 		o.DeferredDelay = DefaultDeferredDelay
 	}
+	if o.HeldBytes < 0 || o.SpoolBytes < 0 {
+		return nil, fmt.Errorf("journal: HeldBytes %d or SpoolBytes %d is negative", o.HeldBytes, o.SpoolBytes)
+	}
+	if o.HeldBytes == 0 {
+		o.HeldBytes = DefaultHeldBytes
+	}
+	if o.SpoolBytes == 0 {
+		o.SpoolBytes = DefaultSpoolBytes
+	}
+	h := &held{memLimit: o.HeldBytes}
+	if o.Spool != "" {
+		sp, err := openSpool(o.Spool, o.SpoolBytes)
+		if err != nil {
+			return nil, err
+		}
+		h.spool = sp
+		if sp.pending() {
+			// Another journal left these: they go to the store first.
+			h.down, h.next = true, time.Now()
+			if o.Logger != nil {
+				o.Logger.Info("journal: storing the events a journal left in the spool", "files", sp.files())
+			}
+		}
+	}
 	j := &Journal{
 		st:              st,
 		pub:             o.Publisher,
@@ -224,6 +266,7 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		slots:           make(chan struct{}, o.DeferredQueue),
 		writerDone:      make(chan struct{}),
 		deferredDelay:   o.DeferredDelay,
+		held:            h,
 	}
 	if j.topic == "" {
 		j.topic = DefaultTopic
@@ -265,6 +308,12 @@ func (j *Journal) Now() time.Time { return j.now() }
 // right after (Close waits until everything queued is published). A
 // publish failure is logged, not returned: the events are stored, and
 // subscribers catch up from the store.
+//
+// While the store is unavailable (see [Journal.AppendDeferred]), Append
+// first tries to store what the journal holds, in order; if the store does
+// not take it, Append fails with the store's error, and the events it was
+// given are lost: they are counted in the session's [events.RecordingGap],
+// recorded where they would have been once the store is back.
 //
 // When the store holds events the projections have not seen below the new
 // ones (another process appended them), Append reads those from the store

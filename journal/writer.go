@@ -24,7 +24,9 @@ const DefaultDeferredDelay = 2 * time.Millisecond
 // projections, queues them for publishing, and then acknowledges the
 // appends that wait. So order is the order of the calls, appends that
 // arrive while a commit is in flight share the next one, and a deferred
-// append costs its caller no more than building its envelopes.
+// append costs its caller no more than building its envelopes. While the
+// store is unavailable the writer holds what it could not store
+// (held.go), and stores it first once the store is back.
 
 // request is one append in the queue. done is nil for a deferred append,
 // whose failure goes to failed instead.
@@ -76,13 +78,23 @@ func (j *Journal) dequeue(r *request) bool {
 // is woken. When everything queued is deferred, it first gathers what
 // arrives within Options.DeferredDelay (or until a waited-for append,
 // Flush or Close arrives), so a stream of tool calls costs one commit per
-// delay rather than one per event. Close closes wake once no append can
-// queue any more; the loop then writes what is left and ends.
+// delay rather than one per event. While it holds events for a store that
+// is unavailable, it also tries the store again from time to time. Close
+// closes wake once no append can queue any more; the loop then writes what
+// is left and ends.
 func (j *Journal) writeLoop() {
 	defer close(j.writerDone)
-	var timer *time.Timer
+	var timer, retry *time.Timer
+	retryC := j.armRetry(&retry)
 	for {
-		_, open := <-j.wake
+		var open bool
+		select {
+		case _, open = <-j.wake:
+		case <-retryC:
+			j.write(nil, true)
+			retryC = j.armRetry(&retry)
+			continue
+		}
 		batch := j.takeQueued()
 		if open && j.deferredDelay > 0 && deferredOnly(batch) {
 			if timer == nil {
@@ -106,15 +118,39 @@ func (j *Journal) writeLoop() {
 			timer.Stop()
 		}
 		if len(batch) > 0 {
-			j.write(batch)
+			j.write(batch, false)
 		}
 		if !open {
 			if rest := j.takeQueued(); len(rest) > 0 {
-				j.write(rest)
+				j.write(rest, false)
 			}
+			if retry != nil {
+				retry.Stop()
+			}
+			j.write(nil, true) // a last attempt at what is held
+			j.closeHeld()
 			return
 		}
+		retryC = j.armRetry(&retry)
 	}
+}
+
+// armRetry returns the channel of a timer due when the held events should
+// be tried again, or nil when nothing is held.
+func (j *Journal) armRetry(t **time.Timer) <-chan time.Time {
+	j.mu.Lock()
+	pending, next := j.held.pending(), j.held.next
+	j.mu.Unlock()
+	if !pending {
+		return nil
+	}
+	d := time.Until(next)
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	return (*t).C
 }
 
 // maxGather bounds how many deferred appends the writer gathers before it
@@ -141,8 +177,11 @@ func deferredOnly(batch []*request) bool {
 }
 
 // write stores batch, projects and queues for publishing what was stored,
-// then completes each request.
-func (j *Journal) write(batch []*request) {
+// then completes each request. While events are held for an unavailable
+// store (held.go), it first stores those, when retry is set or batch has a
+// waited-for request; what is still held keeps the deferred requests of
+// batch behind it, and fails the waited-for ones.
+func (j *Journal) write(batch []*request, retry bool) {
 	j.mu.Lock()
 	now := j.now().UTC()
 	var live []*request
@@ -165,23 +204,32 @@ func (j *Journal) write(batch []*request) {
 				r.envs[i].Host = j.host
 			}
 		}
-		live = append(live, r)
-	}
-	j.persist(live)
-	var (
-		stored []events.Envelope
-		typed  []events.Event
-	)
-	for _, r := range live {
-		if r.err == nil {
-			stored = append(stored, r.out...)
-			if len(r.evs) == len(r.out) {
-				typed = append(typed, r.evs...)
-			} else {
-				typed = append(typed, make([]events.Event, len(r.out))...)
+		// A call whose start was not stored records nothing more.
+		if kept := j.held.dropLostCalls(r.session, r.envs); len(kept) != len(r.envs) {
+			r.envs, r.evs = kept, nil
+			if len(kept) == 0 {
+				continue
 			}
 		}
+		live = append(live, r)
 	}
+	var out storedBatch
+	if j.held.pending() && (retry || !deferredOnly(batch)) {
+		j.drain(&out)
+	}
+	if j.held.pending() {
+		for _, r := range live {
+			j.holdOrLose(r)
+		}
+	} else {
+		j.persist(live, &out)
+		if j.held.single {
+			// The store answers but refused the commit: find the request
+			// it refuses now rather than at the next attempt.
+			j.drain(&out)
+		}
+	}
+	stored, typed := out.envs, out.typed
 	if len(stored) > 0 {
 		// The events are stored: keeping the projections current does not
 		// depend on any caller's context.
@@ -195,6 +243,9 @@ func (j *Journal) write(batch []*request) {
 		}
 	}
 	j.mu.Unlock()
+	for _, f := range out.refused {
+		f.failed(f.err)
+	}
 	for _, r := range batch {
 		if r.done != nil {
 			close(r.done)
@@ -207,36 +258,100 @@ func (j *Journal) write(batch []*request) {
 	}
 }
 
-// persist appends live in one batch when the store can, else one by one, and
-// sets each request's result. Requires j.mu.
-func (j *Journal) persist(live []*request) {
-	if len(live) == 0 {
-		return
+// storedBatch collects what one write stored, in sequence order, and the
+// failures of held appends to report once j.mu is released.
+type storedBatch struct {
+	envs    []events.Envelope
+	typed   []events.Event
+	refused []refusal
+}
+
+type refusal struct {
+	failed func(error)
+	err    error
+}
+
+func (b *storedBatch) add(envs []events.Envelope, evs []events.Event) {
+	b.envs = append(b.envs, envs...)
+	if len(evs) == len(envs) {
+		b.typed = append(b.typed, evs...)
+	} else {
+		b.typed = append(b.typed, make([]events.Event, len(envs))...)
 	}
-	// A caller that stops waiting once its request is taken still gets it
-	// stored: the writer does not depend on callers' contexts.
-	ctx := context.Background()
-	ba, ok := j.st.(store.BatchAppender)
-	if !ok || len(live) == 1 {
-		for _, r := range live {
-			r.out, r.err = j.st.Append(ctx, r.session, store.AnyVersion, r.envs)
-			if r.err != nil {
-				r.err = fmt.Errorf("journal: append to %q: %w", r.session, r.err)
-			}
-		}
+}
+
+// persist stores live (see commit) and sets each request's result. When
+// the store turns out to be unavailable, the requests it did not take are
+// held (deferred) or fail (waited-for), in order. Requires j.mu.
+func (j *Journal) persist(live []*request, out *storedBatch) {
+	if len(live) == 0 {
 		return
 	}
 	reqs := make([]store.AppendRequest, len(live))
 	for i, r := range live {
 		reqs[i] = store.AppendRequest{Stream: r.session, Expected: store.AnyVersion, Envs: r.envs}
 	}
-	for i, res := range ba.AppendBatch(ctx, reqs) {
-		r := live[i]
-		r.out, r.err = res.Envs, res.Err
-		if r.err != nil {
-			r.err = fmt.Errorf("journal: append to %q: %w", r.session, r.err)
+	res := j.commit(reqs)
+	if f, rest := failedFrom(res); f < len(res) && rest {
+		// Nothing was stored from live[f] on: held or failed in order,
+		// when the store is unavailable. One by one, live[f] failed
+		// alone: a waited-for append the store answers about is refused.
+		hold := live[f].done == nil || (j.batches(len(live)) && len(live)-f > 1)
+		if j.unavailable(res[f].Err, hold) {
+			for i, r := range live[:f] {
+				r.out = res[i].Envs
+				out.add(r.out, r.evs)
+			}
+			for _, r := range live[f:] {
+				j.holdOrLose(r)
+			}
+			return
 		}
 	}
+	for i, r := range live {
+		if res[i].Err == nil {
+			r.out = res[i].Envs
+			out.add(r.out, r.evs)
+			continue
+		}
+		r.err = fmt.Errorf("journal: append to %q: %w", r.session, res[i].Err)
+		j.held.forget(r.session, r.envs)
+		if !j.batches(len(live)) {
+			// One by one, those after it were not tried.
+			j.persist(live[i+1:], out)
+			return
+		}
+	}
+}
+
+// batches reports whether commit stores n requests in one commit.
+func (j *Journal) batches(n int) bool {
+	_, ok := j.st.(store.BatchAppender)
+	return ok && n > 1
+}
+
+// commit appends reqs in one commit when the store can, else one by one,
+// in order; one by one, it stops at the first failure, and the requests
+// after it get the same error without being tried, so nothing is stored
+// out of order. Requires j.mu.
+func (j *Journal) commit(reqs []store.AppendRequest) []store.AppendResult {
+	// A caller that stops waiting once its request is taken still gets it
+	// stored: the writer does not depend on callers' contexts.
+	ctx := context.Background()
+	if j.batches(len(reqs)) {
+		return j.st.(store.BatchAppender).AppendBatch(ctx, reqs)
+	}
+	res := make([]store.AppendResult, len(reqs))
+	for i, r := range reqs {
+		res[i].Envs, res[i].Err = j.st.Append(ctx, r.Stream, r.Expected, r.Envs)
+		if res[i].Err != nil {
+			for k := i + 1; k < len(res); k++ {
+				res[k].Err = res[i].Err
+			}
+			break
+		}
+	}
+	return res
 }
 
 // AppendDeferred records evs in session's stream like [Journal.AppendCorrelated]
@@ -246,15 +361,30 @@ func (j *Journal) persist(live []*request) {
 // order. At most Options.DeferredQueue deferred appends wait at once; past
 // that AppendDeferred blocks until the writer catches up or ctx ends.
 //
-// A store failure goes to failed (when not nil), called from the writer's
-// goroutine: it must not call the journal. The writer gathers deferred
-// appends for up to Options.DeferredDelay before it stores them in one
-// commit. [Journal.Flush] waits until everything queued before it is
-// stored, and Close stores everything queued. A process that is killed
-// loses the deferred events not yet committed (those of about the last
-// DeferredDelay plus one commit); a process that exits through Close loses
-// none. Order is kept either way: what survives a kill is a prefix of what
-// was appended.
+// A store that refuses the append (read-only, closed, an envelope it cannot
+// hold) sends its error to failed (when not nil), called from the writer's
+// goroutine: it must not call the journal. A store that is unavailable
+// (its appends and reads fail: a database server that stopped) fails
+// nothing: the writer holds the deferred appends, in order, and stores them
+// once the store answers again, before anything appended after them. It
+// tries again after 50 ms, then twice as long each time up to a second, and
+// at every waited-for append. It holds up to Options.HeldBytes in memory,
+// then in Options.Spool; past those bounds the events are lost, counted,
+// and recorded as an [events.RecordingGap] in each session that lost some,
+// where they would have been. The later events of a tool call whose
+// ToolCallStarted was not stored are dropped, so a ToolCallFinished is
+// never stored without its start.
+//
+// The writer gathers deferred appends for up to Options.DeferredDelay
+// before it stores them in one commit. [Journal.Flush] waits until
+// everything queued before it is stored (or held), and Close stores
+// everything queued; what it still holds then goes to the spool for the
+// next journal on it (without a spool it is lost, and logged). A process
+// that is killed loses the deferred events not yet committed (those of
+// about the last DeferredDelay plus one commit) and those held in memory;
+// those in the spool are stored by the next journal on it. Order is kept
+// either way: what is stored is a prefix of what was appended, but for the
+// gaps a RecordingGap marks.
 func (j *Journal) AppendDeferred(ctx context.Context, session, correlation string, failed func(error), evs ...events.Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -277,6 +407,9 @@ func (j *Journal) AppendDeferred(ctx context.Context, session, correlation strin
 
 // Flush waits until every append called before it, deferred ones included,
 // has been stored (or has failed), projected and queued for publishing.
+// While the store is unavailable, Flush tries it once more and returns
+// with the deferred appends it does not take held (see
+// [Journal.AppendDeferred]).
 func (j *Journal) Flush(ctx context.Context) error {
 	r := &request{ctx: ctx, done: make(chan struct{})}
 	if err := j.enqueue(r); err != nil {

@@ -31,6 +31,15 @@
 //     reload or a config change is never followed by ReconnectScheduled or
 //     a reconnect attempt.
 //
+// A RecordingGap says that events were lost at that point of the stream
+// (the store was unavailable for too long). A call open at the gap may have
+// finished inside it, so it is not reported as never finished; and each
+// server's phase is unknown after it, so the rules that depend on the phase
+// let the server's events through until one of them (ConnectStarted,
+// ServerConnected, ConnectFailed, Disconnected) sets it again. Every other
+// rule holds across a gap: a ToolCallFinished without its start, or a call
+// started after the gap that never finishes, is still reported.
+//
 // A [Checker] is a fold: feed it a session's envelopes in order with
 // Apply, then call Finish. It holds state per server, not per event, so
 // sessions of any length stream through it.

@@ -62,11 +62,19 @@ type server struct {
 	scheduled    int  // the attempt of the pending ReconnectScheduled, 0 if none
 	gaveUp       bool // ReconnectGaveUp, until an explicit connect
 	requested    bool // the latest Disconnected was asked for (requested, reload)
+	// unknown: a RecordingGap came after the last event that set the
+	// server's phase, so the events it lost may have changed it. The rules
+	// that depend on the phase let the server's next events through until
+	// one of them sets the phase again.
+	unknown bool
 }
 
 type call struct {
 	seq    uint64
 	server string
+	// gapped: a RecordingGap came while the call was open, so its
+	// ToolCallFinished may be among the events the gap lost.
+	gapped bool
 }
 
 // Checker checks one session's history. Not safe for concurrent use.
@@ -76,6 +84,7 @@ type Checker struct {
 	gates      map[int64]uint64 // round → seq of its StartupGateElapsed
 	calls      map[string]call  // correlation id → open call
 	closed     bool
+	gapped     bool // a RecordingGap was seen
 	violations []Violation
 }
 
@@ -92,7 +101,8 @@ func NewChecker(session string) *Checker {
 func (c *Checker) srv(name string) *server {
 	s := c.servers[name]
 	if s == nil {
-		s = &server{}
+		// A server first seen after a gap may have lost its first events.
+		s = &server{unknown: c.gapped}
 		c.servers[name] = s
 	}
 	return s
@@ -112,9 +122,28 @@ func (c *Checker) Apply(env events.Envelope) {
 		c.fail(env, "", RuleDecodes, "%v", err)
 		return
 	}
+	mark := len(c.violations)
+	var unknown *server // the server env is about, when its phase is unknown
+	if se, ok := ev.(events.ServerEvent); ok {
+		if s := c.srv(se.ServerName()); s.unknown {
+			unknown = s
+		}
+	}
+	if unknown != nil {
+		defer c.settle(unknown, ev, mark)
+	}
 	switch e := ev.(type) {
 	case *events.SessionClosed:
 		c.closed = true
+	case *events.RecordingGap:
+		c.gapped = true
+		for _, s := range c.servers {
+			s.unknown = true
+		}
+		for id, cl := range c.calls {
+			cl.gapped = true
+			c.calls[id] = cl
+		}
 	case *events.ServerDiscovered:
 		c.srv(e.Server).discovered = true
 	case *events.ConnectStarted:
@@ -228,6 +257,38 @@ func (c *Checker) Apply(env events.Envelope) {
 	}
 }
 
+// phaseRules are the rules that judge an event by its server's phase, which
+// the events a RecordingGap lost may have changed.
+var phaseRules = map[string]bool{
+	RuleDiscoveredBeforeConnect: true,
+	RuleOutcomeAfterStart:       true,
+	RuleListAfterConnected:      true,
+	RuleCallNeedsServer:         true,
+	RuleDisconnectAfterConnect:  true,
+	RuleNothingAfterDisconnect:  true,
+	RuleAttemptsInOrder:         true,
+	RuleNothingAfterGaveUp:      true,
+	RuleNoReconnectAfterRequest: true,
+	RuleAuthAfterFailedConnect:  true,
+}
+
+// settle takes back the phase-rule violations that ev, an event about s
+// while its phase is unknown after a gap, was found in (those from mark on),
+// and ends the unknown phase once ev set it.
+func (c *Checker) settle(s *server, ev events.Event, mark int) {
+	kept := c.violations[:mark]
+	for _, v := range c.violations[mark:] {
+		if !phaseRules[v.Rule] {
+			kept = append(kept, v)
+		}
+	}
+	c.violations = kept
+	switch ev.(type) {
+	case *events.ConnectStarted, *events.ServerConnected, *events.ConnectFailed, *events.Disconnected:
+		s.unknown = false
+	}
+}
+
 // needConnected reports env unless server is connected.
 func (c *Checker) needConnected(env events.Envelope, name string) {
 	s := c.srv(name)
@@ -242,12 +303,16 @@ func (c *Checker) needConnected(env events.Envelope, name string) {
 }
 
 // Finish returns every violation found, in sequence order. For a closed
-// session, calls still open are violations.
+// session, calls still open are violations, except those open at a
+// RecordingGap: their ToolCallFinished may be one of the events it lost.
 func (c *Checker) Finish() []Violation {
 	out := slices.Clone(c.violations)
 	if c.closed {
 		for _, id := range slices.Sorted(maps.Keys(c.calls)) {
 			cl := c.calls[id]
+			if cl.gapped {
+				continue
+			}
 			out = append(out, Violation{
 				Seq: cl.seq, Session: c.session, Type: events.TypeToolCallStarted, Server: cl.server,
 				Rule: RuleCallFinishedOnce, Message: fmt.Sprintf("call %q never finished", id),

@@ -104,3 +104,35 @@ func TestEachInvariantFails(t *testing.T) {
 		}
 	}
 }
+
+// A RecordingGap explains what it lost: a call open at the gap need not
+// finish, and a server's phase after it is whatever its next events say.
+// A call outside the gap is still checked.
+func TestRecordingGap(t *testing.T) {
+	gap := &events.RecordingGap{Dropped: 7}
+	for name, h := range map[string][]events.Envelope{
+		"finish lost in the gap":    history(disc, start, conn, "c1", callS, "", gap, closed),
+		"finish stored after a gap": history(disc, start, conn, "c1", callS, "", gap, "c1", callF, "", closed),
+		"drop lost in the gap":      history(disc, start, conn, gap, &events.ConnectStarted{Server: "a", Attempt: 2}, conn, closed),
+		"server first seen after":   history(gap, startedB, &events.ServerConnected{Server: "b"}, closed),
+		"list after a lost connect": history(disc, start, gap, listed, "c2", callS, callF, "", closed),
+	} {
+		if v := verify.Session("s", h); len(v) != 0 {
+			t.Errorf("%s: unexpected violations: %v", name, v)
+		}
+	}
+	for _, tc := range []struct {
+		name, rule string
+		h          []events.Envelope
+		seq        uint64
+	}{
+		{"call started after the gap never finishes", verify.RuleCallFinishedOnce, history(disc, start, conn, gap, "c1", callS, "", closed), 5},
+		{"finish without a start after the gap", verify.RuleCallFinishedOnce, history(disc, start, conn, gap, "c1", callF, "", closed), 5},
+		{"the phase is known again after a connect", verify.RuleListAfterConnected, history(disc, start, conn, gap, &events.ConnectStarted{Server: "a", Attempt: 2}, listed), 6},
+	} {
+		v := verify.Session("s", tc.h)
+		if len(v) != 1 || v[0].Rule != tc.rule || v[0].Seq != tc.seq {
+			t.Errorf("%s: got %v, want one %s violation at seq %d", tc.name, v, tc.rule, tc.seq)
+		}
+	}
+}

@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -215,6 +217,12 @@ func (g *globals) dbPath() (string, error) {
 	if p := os.Getenv("MCP_AUDIT_DB"); p != "" {
 		return p, nil
 	}
+	return g.defaultDBPath()
+}
+
+// defaultDBPath is the store of a user who named none:
+// $XDG_STATE_HOME/mcplife/events.db, else ~/.local/state/mcplife/events.db.
+func (g *globals) defaultDBPath() (string, error) {
 	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
 		return filepath.Join(x, "mcplife", "events.db"), nil
 	}
@@ -351,10 +359,11 @@ func (g *globals) busTopic() string {
 }
 
 // journalOn returns a journal on st, on the bus when one is named, with
-// the host id of $MCPLIFE_HOST when set; closing the returned function
+// the host id of $MCPLIFE_HOST when set, keeping what st cannot take yet
+// in spool (none when ""); closing the returned function
 // closes the journal and the bus, not st.
-func (g *globals) journalOn(st store.Store) (*journal.Journal, func(), error) {
-	opts := &journal.Options{Host: os.Getenv("MCPLIFE_HOST"), Topic: g.busTopic()}
+func (g *globals) journalOn(st store.Store, spool string) (*journal.Journal, func(), error) {
+	opts := &journal.Options{Host: os.Getenv("MCPLIFE_HOST"), Topic: g.busTopic(), Spool: spool}
 	closeBus := func() {}
 	if u := g.busURL(); u != "" {
 		if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {
@@ -381,12 +390,40 @@ func (g *globals) openJournal() (store.Store, *journal.Journal, func(), error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	j, closeJournal, err := g.journalOn(db)
+	j, closeJournal, err := g.journalOn(db, g.spoolDir())
 	if err != nil {
 		db.Close()
 		return nil, nil, nil, err
 	}
 	return db, j, func() { closeJournal(); db.Close() }, nil
+}
+
+// spoolDir is where the journal keeps the events the store could not take
+// yet (see journal.Options.Spool), so that they are stored by the next
+// host of that store. For a SQLite store it is beside the file (its path
+// + ".spool"). A PostgreSQL store has no local file, so its spool is in
+// the directory of the default store, one per server, database and schema
+// (named by a digest of those and the user, never the password): a host of
+// another store never stores them into its own.
+func (g *globals) spoolDir() string {
+	path, err := g.dbPath()
+	if err != nil {
+		return ""
+	}
+	if !isPostgres(path) {
+		return path + ".spool"
+	}
+	def, err := (&globals{}).defaultDBPath()
+	if err != nil {
+		return ""
+	}
+	conn, schema := postgresTarget(path)
+	key := conn
+	if u, err := url.Parse(conn); err == nil {
+		key = u.User.Username() + "@" + u.Host + u.Path
+	}
+	sum := sha256.Sum256([]byte(key + "\x00" + schema))
+	return filepath.Join(filepath.Dir(def), "spool", "postgres-"+hex.EncodeToString(sum[:8]))
 }
 
 // resolveSession maps "last", an exact id or a unique id prefix onto a

@@ -72,7 +72,7 @@ func runReplay(ctx context.Context, g *globals, args []string) error {
 // arrive on the fleet's bus, from any host, with the store filling what
 // the bus misses, until ctx ends.
 func followBus(ctx context.Context, g *globals, st store.Store, session string, from uint64, p *replayPrinter) error {
-	j, closeJournal, err := g.journalOn(st)
+	j, closeJournal, err := g.journalOn(st, "")
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (p *replayPrinter) print(env events.Envelope) error {
 
 func (g *globals) typeColor(t string) string {
 	switch t {
-	case events.TypeConnectFailed, events.TypeToolsListFailed, events.TypeServerInvalid, events.TypeDiscoveryFailed:
+	case events.TypeConnectFailed, events.TypeToolsListFailed, events.TypeServerInvalid, events.TypeDiscoveryFailed, events.TypeRecordingGap:
 		return g.paint(colorRed, fmt.Sprintf("%-19s", t))
 	case events.TypeServerConnected, events.TypeToolsListed:
 		return g.paint(colorGreen, fmt.Sprintf("%-19s", t))
