@@ -114,6 +114,11 @@ type Discovery struct {
 	// MissingFiles are the candidate config paths that did not exist,
 	// sorted: a file created at one of them changes what discovery finds.
 	MissingFiles []string
+	// EmptyFiles are the FoundFiles that held nothing but white space,
+	// sorted. Such a file configures nothing; a host that watches its
+	// configs can tell a file emptied for a moment by a save that
+	// truncates first and writes after from one that holds servers.
+	EmptyFiles []string
 
 	// outcomes are all entries in ranked order, for [Discovery.Events].
 	outcomes []outcome

@@ -300,7 +300,58 @@ func parseNative(path string, data []byte, pe parseEnv) fileResult {
 // It also returns the names listed in that project's
 // disabledMcpjsonServers, which Claude Code's user rejected from the
 // project's .mcp.json.
+//
+// Only those values are decoded (see [claudeScan]); a file the scan does
+// not accept is parsed whole, for its error.
 func parseClaudeJSON(path string, data []byte, pe parseEnv, cwds []string) (local, user fileResult, rejected []string) {
+	parts, ok := claudeScan(data, cwds)
+	if !ok {
+		return parseClaudeJSONWhole(path, data, pe, cwds)
+	}
+	local = fileResult{path: path, level: pe.src.Level}
+	user = fileResult{path: path, level: pe.src.Level}
+	sub := substituter{lookup: pe.lookup}
+	if v := parts.servers; v != nil {
+		doc, m, ok := spanMember(path, data, "mcpServers", *v)
+		if !ok {
+			return parseClaudeJSONWhole(path, data, pe, cwds)
+		}
+		user.entries, user.err = serverObject(doc, m, "mcpServers", pe, sub, mapClaudeCode)
+	}
+	if v := parts.local; v != nil {
+		doc, m, ok := spanMember(path, data, "mcpServers", *v)
+		if !ok {
+			return parseClaudeJSONWhole(path, data, pe, cwds)
+		}
+		local.entries, local.err = serverObject(doc, m, "projects."+parts.project+".mcpServers", pe, sub, mapClaudeCode)
+	}
+	if v := parts.rejected; v != nil {
+		_, m, ok := spanMember(path, data, "disabledMcpjsonServers", *v)
+		if !ok {
+			return parseClaudeJSONWhole(path, data, pe, cwds)
+		}
+		rejected = stringsOf(m.Value)
+	}
+	return local, user, rejected
+}
+
+// stringsOf returns the strings of the JSON array raw, skipping other
+// elements; nil when raw is not an array.
+func stringsOf(raw []byte) []string {
+	v, _ := decodeValue(raw)
+	arr, _ := v.([]any)
+	var out []string
+	for _, a := range arr {
+		if s, ok := a.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// parseClaudeJSONWhole is parseClaudeJSON decoding the whole file: for a
+// file that claudeScan does not accept, whose error it reports.
+func parseClaudeJSONWhole(path string, data []byte, pe parseEnv, cwds []string) (local, user fileResult, rejected []string) {
 	local = fileResult{path: path, level: pe.src.Level}
 	user = fileResult{path: path, level: pe.src.Level}
 	doc, top, err := parseJSONC(path, data)
@@ -332,13 +383,7 @@ func parseClaudeJSON(path string, data []byte, pe parseEnv, cwds []string) (loca
 			local.entries, local.err = serverObject(doc, m, "projects."+p.Key+".mcpServers", pe, sub, mapClaudeCode)
 		}
 		if m, ok := find(proj, "disabledMcpjsonServers"); ok {
-			v, _ := decodeValue(m.Value)
-			arr, _ := v.([]any)
-			for _, a := range arr {
-				if s, ok := a.(string); ok {
-					rejected = append(rejected, s)
-				}
-			}
+			rejected = stringsOf(m.Value)
 		}
 		break
 	}

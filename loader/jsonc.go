@@ -122,6 +122,9 @@ type jsonDoc struct {
 	path  string
 	orig  []byte
 	clean []byte
+	// base is the offset of clean in orig: clean may be one value of the
+	// file, cleaned alone. Every offset is one into orig.
+	base int
 }
 
 // member is one name/value pair of a JSON object, in file order.
@@ -167,10 +170,10 @@ func parseJSONC(path string, data []byte) (*jsonDoc, []member, error) {
 	return doc, members, nil
 }
 
-// object decodes the JSON object in d.clean[start:end] into its members.
+// object decodes the JSON object at offsets start to end into its members.
 // With top set, nothing but white space may follow the object.
 func (d *jsonDoc) object(start, end int, top bool) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(d.clean[start:end]))
+	dec := json.NewDecoder(bytes.NewReader(d.clean[start-d.base : end-d.base]))
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, d.decodeError(start, dec, err)
@@ -192,7 +195,7 @@ func (d *jsonDoc) object(start, end int, top bool) ([]member, error) {
 			return nil, d.decodeError(start, dec, err)
 		}
 		// The value starts after the colon and any white space.
-		for valueAt < end && (isJSONSpace(d.clean[valueAt]) || d.clean[valueAt] == ':') {
+		for valueAt < end && (isJSONSpace(d.clean[valueAt-d.base]) || d.clean[valueAt-d.base] == ':') {
 			valueAt++
 		}
 		m := member{Key: key, Value: raw, Offset: valueAt}
@@ -243,7 +246,7 @@ func (d *jsonDoc) decodeError(base int, dec *json.Decoder, err error) error {
 		return d.errorAt(base+int(se.Offset)-1, se.Error())
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return d.errorAt(len(d.clean), "unexpected end of JSON input")
+		return d.errorAt(d.base+len(d.clean), "unexpected end of JSON input")
 	}
 	return d.errorAt(base+int(dec.InputOffset()), err.Error())
 }

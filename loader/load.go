@@ -127,6 +127,7 @@ func LoadConfigs(ctx context.Context, opts Options) (*Discovery, error) {
 		lookup:    lookup,
 	})
 	d.FoundFiles, d.MissingFiles = lc.files.sorted()
+	d.EmptyFiles = lc.files.emptyFiles()
 	for _, e := range d.Errors {
 		logger.Warn("mcp config file skipped", "path", e.Path, "error", e.Error)
 	}

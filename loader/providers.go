@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -77,21 +78,37 @@ type loadCtx struct {
 type fileLog struct {
 	mu sync.Mutex
 	// found are paths that existed (read, or refused as a [FileError]);
-	// missing are paths that did not.
-	found, missing map[string]bool
+	// missing are paths that did not; empty are the found files read
+	// whole that held nothing but white space.
+	found, missing, empty map[string]bool
 }
 
 func (l *fileLog) add(path string, exists bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.found == nil {
-		l.found, l.missing = map[string]bool{}, map[string]bool{}
+		l.found, l.missing, l.empty = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	}
 	if exists {
 		l.found[path] = true
 	} else {
 		l.missing[path] = true
 	}
+}
+
+// addEmpty records that the found file at path held nothing but white
+// space.
+func (l *fileLog) addEmpty(path string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.empty[path] = true
+}
+
+// emptyFiles returns the empty files, sorted.
+func (l *fileLog) emptyFiles() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return sortedKeys(l.empty)
 }
 
 // sorted returns the found and the missing paths, each sorted. A path
@@ -131,6 +148,9 @@ func (lc *loadCtx) read(path string, limit int64, required bool) (data []byte, e
 			return nil, false, nil
 		}
 		return nil, false, &fileErr{Path: path, Msg: fmt.Sprintf("%s: %v", path, unwrapPathError(err))}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		lc.files.addEmpty(path)
 	}
 	return data, true, nil
 }

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -45,14 +46,16 @@ func readConfigFile(path string, limit int64) ([]byte, error) {
 	if err := checkConfigFile(fi, limit); err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
+	// Sized once from the file: growing the buffer as it fills would
+	// allocate about twice a large ~/.claude.json.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > limit { // grew while being read
+	if int64(buf.Len()) > limit { // grew while being read
 		return nil, tooLarge(limit)
 	}
-	return data, nil
+	return buf.Bytes(), nil
 }
 
 // checkConfigFile refuses a file that is not regular or is over limit.

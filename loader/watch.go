@@ -55,9 +55,11 @@ type WatcherOptions struct {
 // On Linux it uses inotify on each path's directory, so creation, deletion
 // and replacement are seen as well as edits; a path whose directory does
 // not exist is watched through its nearest existing ancestor until the
-// directory appears. A path that is a symbolic link is watched both as the
-// link and as the file it points to, as resolved when the watcher starts
-// and after each change. Where inotify is not available, or cannot watch
+// directory appears. A path reached through symbolic links (the path
+// itself, a link it points to, or a directory on the way, such as a
+// "current" release link) is watched at each link and at the file it
+// resolves to, as resolved when the watcher starts and after each change,
+// so a link retargeted is a change of the path. Where inotify is not available, or cannot watch
 // a path's directory when the watcher starts (the system's limit on
 // watches was reached, or the directory cannot be read), and on other
 // systems, the watcher polls: see [WatcherOptions.Poll].

@@ -309,15 +309,62 @@ func (in *inotifyWatch) unwatchDir(dir string) {
 }
 
 // targetNames are the paths whose directory entries stand for path: path
-// itself and, when it is a symbolic link, the file it resolves to.
+// itself, every symbolic link met while resolving it (the path, a link
+// it points to, or a directory on the way, such as a "current" release
+// link or a ~/.config kept in a dotfiles repository), and the file it
+// resolves to. A link retargeted changes what path reads although no
+// entry of path's own directory changed.
 func targetNames(path string) []string {
-	names := []string{path}
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
-			names = append(names, real)
-		}
+	links, real := resolveLinks(path)
+	names := append([]string{path}, links...)
+	if real != path {
+		names = append(names, real)
 	}
 	return names
+}
+
+// maxLinks bounds the symbolic links resolveLinks follows, as the kernel
+// bounds them (ELOOP).
+const maxLinks = 40
+
+// resolveLinks resolves the absolute path one component at a time, as
+// the kernel does, and returns each symbolic link it met, named by its
+// own link-free path, and the link-free path that path resolves to. A
+// component that does not exist, or a link that cannot be read, ends the
+// resolution: the rest of the path is kept as it is.
+func resolveLinks(path string) (links []string, real string) {
+	rest := strings.Split(filepath.Clean(path), string(filepath.Separator))
+	resolved := string(filepath.Separator)
+	for n := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, c)
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			if err != nil {
+				return links, filepath.Join(append([]string{next}, rest...)...)
+			}
+			continue
+		}
+		target, err := os.Readlink(next)
+		if n++; err != nil || n > maxLinks {
+			return append(links, next), filepath.Join(append([]string{next}, rest...)...)
+		}
+		links = append(links, next)
+		if filepath.IsAbs(target) {
+			resolved = string(filepath.Separator)
+		}
+		rest = append(strings.Split(target, string(filepath.Separator)), rest...)
+	}
+	return links, resolved
 }
 
 // awaitedIn returns the directory to watch for name: its own directory

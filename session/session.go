@@ -107,11 +107,14 @@ type Options struct {
 	// did and applies the difference ([manager.Manager.ApplyConfigs]):
 	// servers added, removed or whose config changed are connected or
 	// disconnected, the others keep their connections and calls in flight,
-	// and ConfigChanged is recorded first. A change that cannot be applied
-	// (discovery fails, or a file that was read fine before no longer
-	// parses) is recorded as ConfigChanged with its error and leaves every
-	// server running; the next change is compared with the configs last
-	// applied. The session's tools follow as they follow any other change
+	// and ConfigChanged is recorded first; a change that changes no server
+	// records nothing. A file that was read fine before and now reads
+	// empty or fails to parse is read again one debounce period later (a
+	// save that truncates first and writes after is one edit). A change
+	// that cannot be applied (discovery fails, or such a file is still
+	// broken or empty) is recorded as ConfigChanged with its error and
+	// leaves every server running; the next change is compared with the
+	// configs last applied. The session's tools follow as they follow any other change
 	// (see [Session.Changes]). Watching stops when the session closes. It
 	// needs discovery: with Servers set, or when the initial discovery
 	// failed as a whole, nothing is watched.

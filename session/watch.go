@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/loader"
@@ -106,9 +107,63 @@ func (w *configWatch) run(ctx context.Context, first discoveryResult) {
 			if ctx.Err() != nil {
 				return
 			}
-			w.apply(ctx, paths, discoveryResult{d, err})
+			r := discoveryResult{d, err}
+			if held := unsettledFiles(w.last, r); len(held) > 0 {
+				var more []string
+				if r, more = w.readAgain(ctx, held, changes); ctx.Err() != nil {
+					return
+				}
+				paths = append(paths, more...)
+				slices.Sort(paths)
+				paths = slices.Compact(paths)
+			}
+			// A save that changed no server (an editor's touch, Claude
+			// Code rewriting its history in ~/.claude.json, a truncated
+			// file written back as it was) is no config change.
+			if r.err == nil && sameDiscovery(w.last, r.d) {
+				w.log.Debug("MCP config files changed; no server changed", "paths", paths)
+				continue
+			}
+			w.apply(ctx, paths, r)
 		}
 	}
+}
+
+// readAgain reads the configs once more after another debounce period,
+// or sooner when the watcher reports a further change (whose paths it
+// returns): held are the files that now read empty or fail to parse
+// (see unsettledFiles). A save that truncates a file first and
+// writes it after shows that moment to a reader, and the save is one
+// edit: nothing is disconnected for it.
+func (w *configWatch) readAgain(ctx context.Context, held []string, changes <-chan []string) (discoveryResult, []string) {
+	debounce := w.wopts.Debounce
+	if debounce == 0 {
+		debounce = loader.DefaultDebounce
+	}
+	w.log.Debug("MCP config file empty or unreadable; reading it again", "paths", held, "after", debounce)
+	t := time.NewTimer(debounce)
+	defer t.Stop()
+	var more []string
+	select {
+	case <-ctx.Done():
+		return discoveryResult{}, nil
+	case more = <-changes:
+	case <-t.C:
+	}
+	d, err := loader.LoadConfigs(ctx, w.opts)
+	return discoveryResult{d, err}, more
+}
+
+// unsettledFiles returns the config files that r cannot parse and prev
+// parsed (or did not find), and those that r reads empty and prev read
+// with something in them, sorted.
+func unsettledFiles(prev *loader.Discovery, r discoveryResult) []string {
+	if r.err != nil || prev == nil {
+		return nil
+	}
+	out := append(newlyBroken(prev, r.d), newlyEmpty(prev, r.d)...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // catchUp applies r, a discovery made without a watcher's report, when it
@@ -135,7 +190,8 @@ func configFiles(a, b *loader.Discovery) []string {
 
 // apply applies the discovery r made after a change of paths. A
 // discovery that failed as a whole, or that could not read or parse a
-// file that the last applied discovery read, is not applied: the change
+// file that the last applied discovery read, or reads it empty where it
+// held something, is not applied: the change
 // is recorded with its error and every server keeps running. Otherwise
 // the manager connects and disconnects the difference, the discovery's
 // new skipped and invalid entries are recorded, and the watcher moves to
@@ -207,8 +263,15 @@ func (w *configWatch) rewatch() bool {
 }
 
 // newFileErrors returns the errors of d's files that prev read without
-// one, joined; nil when there are none. A file that was already broken
-// does not stop a change elsewhere from being applied.
+// one, joined, and names the files that prev read with something in them
+// and d reads empty; nil when there are none. A file that was already
+// broken or empty does not stop a change elsewhere from being applied.
+//
+// An empty file configures nothing when discovery starts, but one that
+// held servers is far more often caught in the middle of a save, or left
+// by a writer that failed, than emptied to remove them all, which deleting
+// the file or writing {} does: it changes nothing, as a file that no
+// longer parses does.
 func newFileErrors(prev, d *loader.Discovery) error {
 	var errs []string
 	for _, fe := range d.Errors {
@@ -216,10 +279,45 @@ func newFileErrors(prev, d *loader.Discovery) error {
 			errs = append(errs, fe.Error)
 		}
 	}
-	if len(errs) == 0 {
-		return nil
+	var empty []string
+	for _, p := range newlyEmpty(prev, d) {
+		empty = append(empty, p+": empty")
 	}
-	return fmt.Errorf("config file unreadable: %s", strings.Join(errs, "; "))
+	switch {
+	case len(errs) > 0 && len(empty) > 0:
+		return fmt.Errorf("config file unreadable: %s; config file emptied (delete it, or write {}, to remove its servers): %s",
+			strings.Join(errs, "; "), strings.Join(empty, "; "))
+	case len(errs) > 0:
+		return fmt.Errorf("config file unreadable: %s", strings.Join(errs, "; "))
+	case len(empty) > 0:
+		return fmt.Errorf("config file emptied (delete it, or write {}, to remove its servers): %s", strings.Join(empty, "; "))
+	}
+	return nil
+}
+
+// newlyBroken returns the paths of d's file errors that prev did not
+// have.
+func newlyBroken(prev, d *loader.Discovery) []string {
+	var out []string
+	for _, fe := range d.Errors {
+		if !slices.ContainsFunc(prev.Errors, func(p loader.FileError) bool { return p.Path == fe.Path }) {
+			out = append(out, fe.Path)
+		}
+	}
+	return out
+}
+
+// newlyEmpty returns the files that d reads empty and that prev read
+// fine with something in them.
+func newlyEmpty(prev, d *loader.Discovery) []string {
+	var out []string
+	for _, p := range d.EmptyFiles {
+		if slices.Contains(prev.FoundFiles, p) && !slices.Contains(prev.EmptyFiles, p) &&
+			!slices.ContainsFunc(prev.Errors, func(fe loader.FileError) bool { return fe.Path == p }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // newSkips returns d's ServerSkipped and ServerInvalid outcomes that prev

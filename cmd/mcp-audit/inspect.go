@@ -67,6 +67,11 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 				if limit, err = parseAt(*at, start); err != nil {
 					return err
 				}
+				// Nothing is recorded before the start, so there is no
+				// state to show there.
+				if limit.Before(start) {
+					return usagef("--at %q is before the session's start, %s", *at, start.UTC().Format(time.RFC3339Nano))
+				}
 			}
 		}
 		if (*seq != 0 && env.Seq > *seq) || (*at != "" && env.Time.After(limit)) {

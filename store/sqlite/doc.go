@@ -31,6 +31,7 @@
 //	for env, err := range db.ReadAll(ctx, 0) { ... }
 //
 // Tools that only inspect a file open it with Options{ReadOnly: true}: the
-// file is then opened with mode=ro and never created, migrated or changed;
-// a file an older version wrote is read as it is.
+// file is then opened with mode=ro and never created, migrated or changed
+// (a file no process has open is read without creating -wal and -shm
+// files beside it); a file an older version wrote is read as it is.
 package sqlite

@@ -38,6 +38,8 @@ type Options struct {
 	// must exist; it is never created, migrated or switched to WAL, and
 	// writes return [store.ErrReadOnly]. A file of an older schema is read
 	// as it is (events recorded before host ids read as of no host).
+	// Reading a file that no process has open creates no -wal or -shm
+	// file beside it.
 	ReadOnly bool
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// connection or process before failing with SQLITE_BUSY. Default 5s.
@@ -219,7 +221,7 @@ func Open(path string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	db.r = openPool(dsn(abs, o, true), max(4, runtime.GOMAXPROCS(0)))
+	db.r = openPool(readConnector(abs, o), max(4, runtime.GOMAXPROCS(0)))
 	if o.ReadOnly && onDisk < schemaVersion {
 		db.log.Debug("sqlite: reading an older schema as it is", "file", path, "version", onDisk)
 	} else {
@@ -239,7 +241,7 @@ func Open(path string, opts *Options) (*DB, error) {
 // later migration only adds an index or a column, which reads do
 // without).
 func (db *DB) checkVersion(ctx context.Context, abs string, o Options) (int, error) {
-	pool := openPool(dsn(abs, o, true), 1)
+	pool := openPool(readConnector(abs, o), 1)
 	defer pool.Close()
 	v, err := userVersion(ctx, pool)
 	if err != nil {
@@ -259,7 +261,7 @@ func (db *DB) newerSchema(v int) error {
 }
 
 func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
-	db.w = openPool(dsn(abs, o, false), 1)
+	db.w = openPool(connector{dsn: dsn(abs, o, false), driver: &sqlite3.SQLiteDriver{}}, 1)
 	fail := func(err error) error {
 		db.closeAll()
 		return err
@@ -373,16 +375,95 @@ func dsn(abs string, o Options, readOnly bool) string {
 
 // connector opens go-sqlite3 connections without registering a driver name
 // globally.
+//
+// A read-only store's connector has a snapshot DSN too. SQLite's reader
+// of a WAL-mode file creates the -wal and -shm files beside it when they
+// do not exist, and a read-only connection cannot remove them again, so
+// merely inspecting a file would leave them behind. They are missing only
+// when no connection has the file open (the last one to close checkpoints
+// the log into the file and deletes both), and then the file holds every
+// committed event: such a connection opens the file immutable, which
+// creates nothing. Once a writer has opened the file (a -wal exists) or
+// changed it (its size or modification time differ), a snapshot
+// connection is not reused (see [snapshotConn]): its replacement reads
+// the file as it is now, through the writer's -wal and -shm while there
+// is one, so a reader that keeps polling sees the new events.
 type connector struct {
-	dsn    string
-	driver *sqlite3.SQLiteDriver
+	dsn      string
+	snapshot string // read-only stores: the DSN used while there is no -wal
+	path     string // the database file, for snapshot connections
+	driver   *sqlite3.SQLiteDriver
 }
 
-func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
-func (c connector) Driver() driver.Driver                        { return c.driver }
+// readConnector returns the connector of the read connections.
+func readConnector(abs string, o Options) connector {
+	c := connector{dsn: dsn(abs, o, true), driver: &sqlite3.SQLiteDriver{}}
+	if o.ReadOnly {
+		c.snapshot, c.path = c.dsn+"&immutable=1", abs
+	}
+	return c
+}
 
-func openPool(dsn string, conns int) *sql.DB {
-	p := sql.OpenDB(connector{dsn: dsn, driver: &sqlite3.SQLiteDriver{}})
+func (c connector) Connect(context.Context) (driver.Conn, error) {
+	if c.snapshot == "" {
+		return c.driver.Open(c.dsn)
+	}
+	// Taken before the connection opens, so that any change after it
+	// retires the connection.
+	fi, err := os.Stat(c.path)
+	if err != nil || fileExists(c.path+"-wal") {
+		return c.driver.Open(c.dsn)
+	}
+	conn, err := c.driver.Open(c.snapshot)
+	if err != nil {
+		return nil, err
+	}
+	return snapshotConn{SQLiteConn: conn.(*sqlite3.SQLiteConn), path: c.path, file: fi}, nil
+}
+
+func (c connector) Driver() driver.Driver { return c.driver }
+
+// snapshotConn is a connection that reads the file immutable: file is the
+// file as it was when the connection opened, without a -wal. An immutable
+// connection never looks for changes, so once a writer has the file open
+// (its commits are in the -wal, which such a connection never reads) or
+// has changed the file, the pool discards the connection (ResetSession
+// before reuse, IsValid after use) and opens another. A query already
+// running when a writer appears finishes on the file as it was, and may
+// fail if the writer checkpoints into the file meanwhile.
+type snapshotConn struct {
+	*sqlite3.SQLiteConn
+	path string
+	file os.FileInfo
+}
+
+// current reports whether the file is as the connection found it.
+func (c snapshotConn) current() bool {
+	if fileExists(c.path + "-wal") {
+		return false
+	}
+	fi, err := os.Stat(c.path)
+	return err == nil && os.SameFile(fi, c.file) && fi.Size() == c.file.Size() && fi.ModTime().Equal(c.file.ModTime())
+}
+
+// ResetSession implements [driver.SessionResetter].
+func (c snapshotConn) ResetSession(context.Context) error {
+	if !c.current() {
+		return driver.ErrBadConn
+	}
+	return nil
+}
+
+// IsValid implements [driver.Validator].
+func (c snapshotConn) IsValid() bool { return c.current() }
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func openPool(c connector, conns int) *sql.DB {
+	p := sql.OpenDB(c)
 	p.SetMaxOpenConns(conns)
 	p.SetMaxIdleConns(conns)
 	p.SetConnMaxLifetime(0)
