@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/mcplife/mcplife/events"
@@ -25,6 +26,10 @@ const (
 	MetaType    = "mcplife_type"
 	MetaSession = "mcplife_session"
 	MetaHost    = "mcplife_host"
+	// MetaStore holds the identity of the store that holds the event
+	// ([store.Identifier]): a subscription takes an event off the bus only
+	// when it comes from its own store.
+	MetaStore = "mcplife_store"
 	// MetaCheckStore marks a message a bus sends to a subscription when
 	// it may have lost messages (after a reconnect, say): the subscription
 	// then reads from the store whatever it has not delivered yet.
@@ -144,6 +149,11 @@ type Journal struct {
 	host            string
 	checkpointEvery int
 
+	// storeID is the store's identity ([store.ID]), carried by every
+	// message: "" when the store has none, and then no bus message is
+	// taken as an event.
+	storeID string
+
 	// pubq carries stored batches to publishLoop, which publishes them on
 	// the bus off the writer's path; pubDone is closed when the loop has
 	// ended (at once when there is no bus).
@@ -218,6 +228,7 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		now:             o.Now,
 		host:            o.Host,
 		checkpointEvery: o.CheckpointEvery,
+		storeID:         store.ID(st),
 		pubq:            make(chan []events.Envelope, 1024),
 		pubDone:         make(chan struct{}),
 		wake:            make(chan struct{}, 1),
@@ -407,14 +418,22 @@ func (j *Journal) publish(envs []events.Envelope) {
 	msgs := make([]*message.Message, len(envs))
 	for i, env := range envs {
 		seq := strconv.FormatUint(env.Seq, 10)
-		// The message id is the event's id, its sequence in the store: a
-		// bus that de-duplicates by id stores a re-published event once.
-		msg := message.NewMessage(seq, message.Payload(env.Data))
+		// The message id is the event's id, its store and its sequence
+		// there: a bus that de-duplicates by id stores a re-published event
+		// once, and never takes another store's event N for this one's. A
+		// store without an identity gets fresh ids (its subscribers take
+		// nothing off the bus but the news that there is more).
+		id := j.storeID + ":" + seq
+		if j.storeID == "" {
+			id = watermill.NewUUID()
+		}
+		msg := message.NewMessage(id, message.Payload(env.Data))
 		msg.Metadata = message.Metadata{
 			MetaSeq:     seq,
 			MetaType:    env.Type,
 			MetaSession: env.SessionID,
 			MetaHost:    env.Host,
+			MetaStore:   j.storeID,
 			metaRest:    packRest(env),
 		}
 		msgs[i] = msg

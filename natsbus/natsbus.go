@@ -6,9 +6,10 @@
 // "mcplife.events"); the bus sends each on a subject of its own event type,
 // topic + "." + type ("mcplife.events.ToolsListed"), into one JetStream
 // stream per topic that it creates when missing (subjects topic + ".>").
-// The message id is the event's id, its sequence in the shared store, and
-// is sent as the JetStream message id, so a message published twice (a
-// retried publish) is stored once. Publishing goes through watermill-nats;
+// The message id is the event's id, its store's identity and its sequence
+// there, and is sent as the JetStream message id, so a message published
+// twice (a retried publish) is stored once, and two stores' events never
+// pass for each other. Publishing goes through watermill-nats;
 // receiving uses the NATS client with watermill-nats's message format (see
 // [Bus.Subscribe]).
 //
@@ -24,7 +25,9 @@
 //     the store;
 //   - and every [Options.CheckEvery], for a message lost otherwise.
 //
-// One topic belongs to one store.
+// A topic is best given to one store (mcp-audit derives its topic from
+// the store's identity): a subscription ignores the events of other
+// stores on its topic, but still receives them.
 //
 // Example:
 //
