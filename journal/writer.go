@@ -191,7 +191,7 @@ func (j *Journal) write(batch []*request) {
 			f.push(stored)
 		}
 		if j.pub != nil {
-			j.pubq <- stored
+			j.queuePublish(stored)
 		}
 	}
 	j.mu.Unlock()

@@ -5,13 +5,16 @@
 // A journal publishes every stored event on its topic (by default
 // "mcplife.events"); the bus sends each on a subject of its own event type,
 // topic + "." + type ("mcplife.events.ToolsListed"), into one JetStream
-// stream per topic that it creates when missing (subjects topic + ".>").
-// The message id is the event's id, its store's identity and its sequence
-// there, and is sent as the JetStream message id, so a message published
-// twice (a retried publish) is stored once, and two stores' events never
-// pass for each other. Publishing goes through watermill-nats;
-// receiving uses the NATS client with watermill-nats's message format (see
-// [Bus.Subscribe]).
+// stream per topic (subjects topic + ".>", named by [StreamName]). The bus
+// creates the stream when it is missing: at the first publish or
+// subscription, and again whenever it may have been lost (after a
+// reconnect, as a server that comes back without its JetStream data has
+// none, and when a publish finds no stream to take it). The message id is
+// the event's id, its store's identity and its sequence there, and is sent
+// as the JetStream message id, so a message published twice (a retried
+// publish) is stored once, and two stores' events never pass for each
+// other. Publishing goes through watermill-nats; receiving uses the NATS
+// client with watermill-nats's message format (see [Bus.Subscribe]).
 //
 // Each Subscribe is an ordered, ephemeral consumer that starts with the
 // messages published after it, so every subscriber sees every message
@@ -96,7 +99,7 @@ type Bus struct {
 	opts Options
 
 	mu      sync.Mutex
-	streams map[string]bool // topics whose stream exists
+	streams map[string]string // topic → the name of its stream, once known to exist
 	subs    map[*subscription]struct{}
 	lost    map[string]bool // topics whose failed publish is being announced (announceLoss)
 	closed  bool
@@ -146,13 +149,18 @@ func Open(url string, opts *Options) (*Bus, error) {
 	if o.CheckEvery == 0 {
 		o.CheckEvery = DefaultCheckEvery
 	}
-	b := &Bus{opts: o, streams: map[string]bool{}, subs: map[*subscription]struct{}{}, lost: map[string]bool{}, closing: make(chan struct{})}
+	b := &Bus{opts: o, streams: map[string]string{}, subs: map[*subscription]struct{}{}, lost: map[string]bool{}, closing: make(chan struct{})}
 	nopts := append([]nats.Option{
 		nats.Name(o.Name),
 		// After a reconnect each subscription takes a fresh consumer (the
 		// server may have lost the old one, or hold it stalled) and reads
 		// the store for what the bus missed meanwhile.
-		nats.ReconnectHandler(func(*nats.Conn) { b.renewAll() }),
+		// A server may come back without its JetStream data: the streams
+		// are looked up (and made) again before they are used.
+		nats.ReconnectHandler(func(*nats.Conn) {
+			b.forgetStreams()
+			b.renewAll()
+		}),
 		// The client gives up an ordered consumer it could not re-create
 		// (its stream was still being restored after a server restart):
 		// the subscriptions then subscribe afresh.
@@ -197,6 +205,14 @@ func Open(url string, opts *Options) (*Bus, error) {
 	return b, nil
 }
 
+// forgetStreams makes the next use of every topic look up its stream, and
+// create it when it is gone.
+func (b *Bus) forgetStreams() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.streams)
+}
+
 // renewAll tells every subscription to subscribe afresh.
 func (b *Bus) renewAll() {
 	b.mu.Lock()
@@ -206,20 +222,45 @@ func (b *Bus) renewAll() {
 	}
 }
 
-// Publish sends each message on the subject of its event type under topic.
-// It returns when JetStream has stored them, or with the first error.
+// Publish sends each message on the subject of its event type under topic
+// (a check-store message, [journal.MetaCheckStore], on a subject of its
+// own). It returns when JetStream has stored them, or with the first
+// error. A publish that finds no stream to take it (the server lost it)
+// makes the stream again and is sent once more.
 func (b *Bus) Publish(topic string, msgs ...*message.Message) error {
-	if err := b.ensureStream(topic); err != nil {
+	if _, err := b.ensureStream(topic, false); err != nil {
 		return err
 	}
 	for _, msg := range msgs {
 		subject := topic + "." + subjectToken(msg.Metadata.Get(typeKey))
-		if err := b.pub.Publish(subject, msg); err != nil {
+		if msg.Metadata.Get(journal.MetaCheckStore) != "" {
+			subject = topic + "." + checkSubject
+		}
+		if err := b.publishOne(topic, subject, msg); err != nil {
 			b.announceLoss(topic)
 			return fmt.Errorf("natsbus: publish on %s: %w", subject, err)
 		}
 	}
 	return nil
+}
+
+// publishOne publishes msg on subject, making topic's stream again and
+// sending once more when no stream answered.
+func (b *Bus) publishOne(topic, subject string, msg *message.Message) error {
+	err := b.pub.Publish(subject, msg)
+	if !noStream(err) {
+		return err
+	}
+	if _, serr := b.ensureStream(topic, true); serr != nil {
+		return fmt.Errorf("%w, and the stream could not be made again: %w", err, serr)
+	}
+	return b.pub.Publish(subject, msg)
+}
+
+// noStream reports whether a publish failed because no stream took it: the
+// stream is gone (or JetStream is still restoring it after a restart).
+func noStream(err error) bool {
+	return errors.Is(err, nats.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrStreamNotFound)
 }
 
 // announceLoss makes sure the subscribers of topic, on every host, read
@@ -246,7 +287,7 @@ func (b *Bus) announceLoss(topic string) {
 				return
 			case <-time.After(wait):
 			}
-			if b.pub.Publish(topic+"."+checkSubject, checkStore()) == nil {
+			if b.publishOne(topic, topic+"."+checkSubject, checkStore()) == nil {
 				return
 			}
 		}
@@ -270,14 +311,15 @@ const checkSubject = "_check_store"
 // be sending on it, which a subscription ending under traffic would turn
 // into a panic.
 func (b *Bus) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	if err := b.ensureStream(topic); err != nil {
+	stream, err := b.ensureStream(topic, false)
+	if err != nil {
 		return nil, err
 	}
 	sub := &subscription{
 		check: make(chan struct{}, 1), renew: make(chan struct{}, 1),
 		msgs: make(chan *message.Message, 256), done: make(chan struct{}),
 	}
-	ns, err := b.consume(topic, sub)
+	ns, err := b.consume(topic, stream, sub)
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: subscribe to %s: %w", topic, err)
 	}
@@ -322,8 +364,13 @@ func (b *Bus) Subscribe(ctx context.Context, topic string) (<-chan *message.Mess
 				if ns != nil {
 					ns.Unsubscribe()
 				}
-				var err error
-				if ns, err = b.consume(topic, sub); err != nil {
+				// The stream itself may be gone (the server came back
+				// without its data): it is made again first.
+				stream, err := b.ensureStream(topic, true)
+				if err == nil {
+					ns, err = b.consume(topic, stream, sub)
+				}
+				if err != nil {
 					ns = nil
 					retry = time.After(backoff)
 					backoff = min(2*backoff, maxRenewBackoff)
@@ -367,9 +414,9 @@ func (b *Bus) checked(sub *subscription, ns *nats.Subscription) *message.Message
 	return checkStore()
 }
 
-// consume starts an ordered consumer of topic's events that hands each
-// decoded message to sub.
-func (b *Bus) consume(topic string, sub *subscription) (*nats.Subscription, error) {
+// consume starts an ordered consumer of topic's events, in stream, that
+// hands each decoded message to sub.
+func (b *Bus) consume(topic, stream string, sub *subscription) (*nats.Subscription, error) {
 	var dec wmnats.NATSMarshaler
 	return b.js.Subscribe(topic+".>", func(msg *nats.Msg) {
 		m, err := dec.Unmarshal(msg)
@@ -380,7 +427,7 @@ func (b *Bus) consume(topic string, sub *subscription) (*nats.Subscription, erro
 		case sub.msgs <- m:
 		case <-sub.done:
 		}
-	}, nats.OrderedConsumer(), nats.DeliverNew(), nats.BindStream(StreamName(topic)),
+	}, nats.OrderedConsumer(), nats.DeliverNew(), nats.BindStream(stream),
 		// A consumer the server lost (it restarted) is noticed after two
 		// missed heartbeats and re-created by the client.
 		nats.IdleHeartbeat(time.Second))
@@ -405,19 +452,40 @@ func StreamName(topic string) string {
 	}, topic)
 }
 
-// ensureStream creates topic's stream when it does not exist.
-func (b *Bus) ensureStream(topic string) error {
+// ensureStream returns the name of topic's stream, making the stream when
+// it does not exist. It looks the stream up on the server when fresh is
+// set or the bus has not seen it since it connected; otherwise it answers
+// at once.
+func (b *Bus) ensureStream(topic string, fresh bool) (string, error) {
 	if topic == "" || strings.ContainsAny(topic, "*> \t") {
-		return fmt.Errorf("natsbus: topic %q is not a NATS subject without wildcards", topic)
+		return "", fmt.Errorf("natsbus: topic %q is not a NATS subject without wildcards", topic)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return errors.New("natsbus: closed")
+	name, known := b.streams[topic]
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return "", errors.New("natsbus: closed")
 	}
-	if b.streams[topic] {
-		return nil
+	if known && !fresh {
+		return name, nil
 	}
+	// The look-up and the creation are requests to the server: they are
+	// made without b.mu, so a slow server holds up nobody else. Two of
+	// them at once for one topic are harmless (see makeStream).
+	name, err := b.makeStream(topic)
+	if err != nil {
+		return "", err
+	}
+	b.mu.Lock()
+	b.streams[topic] = name
+	b.mu.Unlock()
+	return name, nil
+}
+
+// makeStream looks up topic's stream and creates it when missing, and
+// returns its name. A stream another process creates meanwhile is used.
+func (b *Bus) makeStream(topic string) (string, error) {
 	name := StreamName(topic)
 	_, err := b.js.StreamInfo(name)
 	if errors.Is(err, nats.ErrStreamNotFound) {
@@ -434,10 +502,9 @@ func (b *Bus) ensureStream(topic string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("natsbus: stream %s for %s: %w", name, topic, err)
+		return "", fmt.Errorf("natsbus: stream %s for topic %s: %w", name, topic, err)
 	}
-	b.streams[topic] = true
-	return nil
+	return name, nil
 }
 
 // Conn returns the bus's NATS connection (for its status and statistics).
