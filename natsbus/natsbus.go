@@ -44,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -441,21 +442,51 @@ func checkStore() *message.Message {
 	return m
 }
 
-// StreamName returns the name of the JetStream stream that holds topic.
+// StreamName returns the name of the JetStream stream that holds topic,
+// distinct for distinct topics. A topic of dot-separated tokens of
+// letters, digits and '-' gives "MCPLIFE_" and its tokens joined by '_'
+// ("mcplife.events" → "MCPLIFE_mcplife_events"); any other topic gives
+// "MCPLIFE__" and the topic with every byte but a letter, digit or '-'
+// written as '_' and two hex digits ("mcplife.events_team" →
+// "MCPLIFE__mcplife_2eevents_5fteam"). The first form never has '_' after
+// "MCPLIFE_" where the second has it, and each form can be read back, so
+// no two topics share a name.
 func StreamName(topic string) string {
-	return "MCPLIFE_" + strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			return r
+	plain := topic != ""
+	for tok := range strings.SplitSeq(topic, ".") {
+		if tok == "" || strings.ContainsFunc(tok, func(r rune) bool { return !nameRune(r) }) {
+			plain = false
+			break
 		}
-		return '_'
-	}, topic)
+	}
+	if plain {
+		return "MCPLIFE_" + strings.ReplaceAll(topic, ".", "_")
+	}
+	var b strings.Builder
+	b.WriteString("MCPLIFE__")
+	for i := 0; i < len(topic); i++ {
+		if c := topic[i]; nameRune(rune(c)) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "_%02x", c)
+		}
+	}
+	return b.String()
 }
+
+// nameRune reports whether r stands for itself in a stream name.
+func nameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-'
+}
+
+// errSubjectOverlap is the JetStream error code of a stream whose subjects
+// overlap another stream's.
+const errSubjectOverlap nats.ErrorCode = 10065
 
 // ensureStream returns the name of topic's stream, making the stream when
 // it does not exist. It looks the stream up on the server when fresh is
 // set or the bus has not seen it since it connected; otherwise it answers
-// at once.
+// at once. It fails when a stream of that name holds other subjects.
 func (b *Bus) ensureStream(topic string, fresh bool) (string, error) {
 	if topic == "" || strings.ContainsAny(topic, "*> \t") {
 		return "", fmt.Errorf("natsbus: topic %q is not a NATS subject without wildcards", topic)
@@ -484,27 +515,44 @@ func (b *Bus) ensureStream(topic string, fresh bool) (string, error) {
 }
 
 // makeStream looks up topic's stream and creates it when missing, and
-// returns its name. A stream another process creates meanwhile is used.
+// returns its name. A stream another process creates meanwhile is used. A
+// stream of another name that holds exactly topic's subjects (one an
+// earlier version of this package named differently) is used too.
 func (b *Bus) makeStream(topic string) (string, error) {
-	name := StreamName(topic)
-	_, err := b.js.StreamInfo(name)
+	name, subject := StreamName(topic), topic+".>"
+	info, err := b.js.StreamInfo(name)
 	if errors.Is(err, nats.ErrStreamNotFound) {
-		_, err = b.js.AddStream(&nats.StreamConfig{
+		info, err = b.js.AddStream(&nats.StreamConfig{
 			Name:        name,
 			Description: "mcplife events published on " + topic,
-			Subjects:    []string{topic + ".>"},
+			Subjects:    []string{subject},
 			Storage:     nats.FileStorage,
 			MaxAge:      b.opts.MaxAge,
 			Duplicates:  min(2*time.Minute, b.opts.MaxAge),
 		})
-		if errors.Is(err, nats.ErrStreamNameAlreadyInUse) {
-			err = nil // another process created it meanwhile
+		var apiErr *nats.APIError
+		switch {
+		case errors.Is(err, nats.ErrStreamNameAlreadyInUse):
+			// Another process created it meanwhile (with other limits).
+			info, err = b.js.StreamInfo(name)
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == errSubjectOverlap:
+			if other, lerr := b.js.StreamNameBySubject(subject); lerr == nil {
+				if oinfo, ierr := b.js.StreamInfo(other); ierr == nil && slices.Equal(oinfo.Config.Subjects, []string{subject}) {
+					info, err = oinfo, nil
+				} else if ierr == nil {
+					err = fmt.Errorf("%w: stream %s holds subjects %q", err, other, oinfo.Config.Subjects)
+				}
+			}
 		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("natsbus: stream %s for topic %s: %w", name, topic, err)
 	}
-	return name, nil
+	if !slices.Contains(info.Config.Subjects, subject) {
+		return "", fmt.Errorf("natsbus: stream %s exists with subjects %q, which do not include %q, so it cannot hold topic %s (it was made for another topic, or by hand: delete it, or use another topic)",
+			info.Config.Name, info.Config.Subjects, subject, topic)
+	}
+	return info.Config.Name, nil
 }
 
 // Conn returns the bus's NATS connection (for its status and statistics).
