@@ -28,6 +28,7 @@ type faultyStore struct {
 type snapshotStore interface {
 	store.Store
 	store.Snapshotter
+	store.Identifier
 }
 
 // failReads makes later reads fail with err; nil makes them work again.

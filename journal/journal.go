@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/mcplife/mcplife/events"
@@ -25,6 +27,10 @@ const (
 	MetaType    = "mcplife_type"
 	MetaSession = "mcplife_session"
 	MetaHost    = "mcplife_host"
+	// MetaStore holds the identity of the store that holds the event
+	// ([store.Identifier]): a subscription takes an event off the bus only
+	// when it comes from its own store.
+	MetaStore = "mcplife_store"
 	// MetaCheckStore marks a message a bus sends to a subscription when
 	// it may have lost messages (after a reconnect, say): the subscription
 	// then reads from the store whatever it has not delivered yet.
@@ -87,7 +93,18 @@ type Options struct {
 	Spool string
 	// SpoolBytes bounds the spool (default DefaultSpoolBytes).
 	SpoolBytes int64
+	// DrainTimeout bounds how long Close waits for the events queued for
+	// the bus to be published (default DefaultDrainTimeout; negative: no
+	// wait). The events left then are not published: they are stored, and
+	// subscribers read them from the store.
+	DrainTimeout time.Duration
 }
+
+// DefaultDrainTimeout is the default of [Options.DrainTimeout].
+const DefaultDrainTimeout = 5 * time.Second
+
+// publishQueue is how many stored batches may wait for the bus.
+const publishQueue = 1024
 
 // Projection is a pure fold over envelopes, applied in sequence order.
 // The live runner and the replay path feed the same Apply, so a view
@@ -158,11 +175,24 @@ type Journal struct {
 	host            string
 	checkpointEvery int
 
+	// storeID is the store's identity ([store.ID]), carried by every
+	// message: "" when the store has none, and then no bus message is
+	// taken as an event.
+	storeID string
+
 	// pubq carries stored batches to publishLoop, which publishes them on
-	// the bus off the writer's path; pubDone is closed when the loop has
-	// ended (at once when there is no bus).
-	pubq    chan []events.Envelope
-	pubDone chan struct{}
+	// the bus off the writer's path. A batch that finds it full is not
+	// queued, so a slow bus never holds up the writer: pubLost is set
+	// instead, and the loop then publishes a check-store message, so that
+	// subscribers read the store for what was not published. pubDone is
+	// closed when the loop has ended (at once when there is no bus), and
+	// pubAbandon by Close when the drain timeout passed: the loop then
+	// publishes nothing more.
+	pubq         chan []events.Envelope
+	pubLost      atomic.Bool
+	pubDone      chan struct{}
+	pubAbandon   chan struct{}
+	drainTimeout time.Duration
 
 	// The write queue (see writer.go): wq holds the appends not yet taken
 	// by the writer, in call order; wclosed is set when Close begins. wake
@@ -251,6 +281,9 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 			}
 		}
 	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
 	j := &Journal{
 		st:              st,
 		pub:             o.Publisher,
@@ -260,8 +293,11 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		now:             o.Now,
 		host:            o.Host,
 		checkpointEvery: o.CheckpointEvery,
-		pubq:            make(chan []events.Envelope, 1024),
+		storeID:         store.ID(st),
+		pubq:            make(chan []events.Envelope, publishQueue),
 		pubDone:         make(chan struct{}),
+		pubAbandon:      make(chan struct{}),
+		drainTimeout:    o.DrainTimeout,
 		wake:            make(chan struct{}, 1),
 		slots:           make(chan struct{}, o.DeferredQueue),
 		writerDone:      make(chan struct{}),
@@ -305,9 +341,12 @@ func (j *Journal) Now() time.Time { return j.now() }
 // applies them to the attached projections, and queues them for
 // publishing. It returns the stored envelopes once they are stored and
 // projected; the journal's own goroutine publishes them, in sequence order,
-// right after (Close waits until everything queued is published). A
-// publish failure is logged, not returned: the events are stored, and
-// subscribers catch up from the store.
+// right after (Close waits until everything queued is published, up to
+// [Options.DrainTimeout]). A publish failure is logged, not returned: the
+// events are stored, and subscribers catch up from the store. A bus that
+// is slow or hangs never holds up Append: past a queue of batches waiting
+// for it, events are left to the store and subscribers are told to read
+// it.
 //
 // While the store is unavailable (see [Journal.AppendDeferred]), Append
 // first tries to store what the journal holds, in order; if the store does
@@ -438,13 +477,58 @@ func (j *Journal) apply(env events.Envelope, ev events.Event) {
 	}
 }
 
-// publishLoop publishes queued batches in order until the queue closes.
-// It is owned by the journal: Close closes the queue and waits for it, so
-// everything appended before Close is published.
+// queuePublish queues stored for publishing without ever waiting: when
+// the queue is full (the bus is slow or hangs), stored is left to the
+// store, and the loop tells subscribers so. Requires j.mu (batches are
+// queued in sequence order).
+func (j *Journal) queuePublish(stored []events.Envelope) {
+	select {
+	case j.pubq <- stored:
+	default:
+		if !j.pubLost.Swap(true) {
+			j.log.Warn("journal: the bus does not keep up; events not published are read from the store by subscribers",
+				"queued", publishQueue, "firstSeq", stored[0].Seq)
+		}
+	}
+}
+
+// publishLoop publishes queued batches in order until the queue closes,
+// and a check-store message after any batch that could not be queued. It
+// is owned by the journal: Close closes the queue and waits for it up to
+// the drain timeout, after which it publishes nothing more (a publish in
+// flight then ends on its own, or when the bus closes).
 func (j *Journal) publishLoop() {
 	defer close(j.pubDone)
+	abandoned := false
 	for envs := range j.pubq {
+		if !abandoned {
+			select {
+			case <-j.pubAbandon:
+				abandoned = true
+			default:
+			}
+		}
+		if abandoned {
+			continue
+		}
 		j.publish(envs)
+		// A batch dropped while the queue was full came after every
+		// batch then queued, so it is stored by now: a subscriber told to
+		// look finds it.
+		if j.pubLost.Swap(false) {
+			j.publishCheckStore()
+		}
+	}
+}
+
+// publishCheckStore tells every subscription on the bus to read the store
+// for what it has not received.
+func (j *Journal) publishCheckStore() {
+	msg := message.NewMessage(watermill.NewUUID(), nil)
+	msg.Metadata.Set(MetaCheckStore, "1")
+	msg.Metadata.Set(MetaStore, j.storeID)
+	if err := j.pub.Publish(j.topic, msg); err != nil {
+		j.log.Warn("journal: publish a check-store message failed; subscribers will catch up from the store", "err", err)
 	}
 }
 
@@ -456,14 +540,22 @@ func (j *Journal) publish(envs []events.Envelope) {
 	msgs := make([]*message.Message, len(envs))
 	for i, env := range envs {
 		seq := strconv.FormatUint(env.Seq, 10)
-		// The message id is the event's id, its sequence in the store: a
-		// bus that de-duplicates by id stores a re-published event once.
-		msg := message.NewMessage(seq, message.Payload(env.Data))
+		// The message id is the event's id, its store and its sequence
+		// there: a bus that de-duplicates by id stores a re-published event
+		// once, and never takes another store's event N for this one's. A
+		// store without an identity gets fresh ids (its subscribers take
+		// nothing off the bus but the news that there is more).
+		id := j.storeID + ":" + seq
+		if j.storeID == "" {
+			id = watermill.NewUUID()
+		}
+		msg := message.NewMessage(id, message.Payload(env.Data))
 		msg.Metadata = message.Metadata{
 			MetaSeq:     seq,
 			MetaType:    env.Type,
 			MetaSession: env.SessionID,
 			MetaHost:    env.Host,
+			MetaStore:   j.storeID,
 			metaRest:    packRest(env),
 		}
 		msgs[i] = msg
@@ -722,8 +814,10 @@ func (j *Journal) Checkpoint(ctx context.Context) {
 }
 
 // Close checkpoints attached projections, closes a bus the journal created,
-// and makes later appends fail with ErrClosed. It is idempotent. The store
-// stays open.
+// and makes later appends fail with ErrClosed. It stores everything queued,
+// and waits for it to be published for at most [Options.DrainTimeout], so
+// a bus that hangs delays it by no more than that. It is idempotent. The
+// store stays open.
 func (j *Journal) Close() error {
 	// Stop taking appends, then let the writer store everything queued.
 	j.wmu.Lock()
@@ -749,6 +843,28 @@ func (j *Journal) Close() error {
 		close(j.pubq) // the writer, the only sender, has ended
 	}
 	j.mu.Unlock()
-	<-j.pubDone
+	j.drainPublishes()
 	return nil
+}
+
+// drainPublishes waits for the publish loop to publish what is queued, no
+// longer than the drain timeout: a bus that is slow or hangs then keeps
+// Close waiting no more, and the loop publishes nothing more.
+func (j *Journal) drainPublishes() {
+	if j.drainTimeout > 0 {
+		t := time.NewTimer(j.drainTimeout)
+		defer t.Stop()
+		select {
+		case <-j.pubDone:
+			return
+		case <-t.C:
+		}
+	}
+	select {
+	case <-j.pubDone:
+	default:
+		close(j.pubAbandon)
+		j.log.Warn("journal: close: events queued for the bus were not published in time; subscribers read them from the store",
+			"drainTimeout", j.drainTimeout)
+	}
 }

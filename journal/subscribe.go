@@ -43,7 +43,10 @@ type SubscribeOptions struct {
 // Subscription delivers envelopes in sequence order with no gaps: messages
 // from the bus are used while they arrive in order; when one is missing, or
 // the consumer fell behind, the subscription reads the missing range from
-// the store.
+// the store. Only a message from the journal's own store (one carrying
+// the store's identity) is taken as an event: another store's
+// events on the same topic are ignored, and a message that names no store
+// only makes the subscription look in the store.
 //
 // A slow consumer never blocks appends or other subscribers: the bus
 // messages are acknowledged at once, and when the buffer is full the
@@ -255,6 +258,19 @@ func (r *runner) take(ctx context.Context, msg *message.Message) {
 			r.missed(last)
 		}
 		return
+	}
+	switch from := msg.Metadata.Get(MetaStore); {
+	case r.j.storeID == "" || from == "":
+		// The store has no identity (an old file opened read-only), or
+		// the message does not say which store it is from (an older
+		// publisher): it is not taken as an event, but it says there may
+		// be more in the store.
+		if last, err := r.j.st.LastSeq(ctx); err == nil {
+			r.missed(last)
+		}
+		return
+	case from != r.j.storeID:
+		return // another store's event on the same topic
 	}
 	seq, err := strconv.ParseUint(msg.Metadata.Get(MetaSeq), 10, 64)
 	if err != nil {

@@ -239,7 +239,7 @@ func (j *Journal) write(batch []*request, retry bool) {
 			f.push(stored)
 		}
 		if j.pub != nil {
-			j.pubq <- stored
+			j.queuePublish(stored)
 		}
 	}
 	j.mu.Unlock()

@@ -5,12 +5,16 @@
 // A journal publishes every stored event on its topic (by default
 // "mcplife.events"); the bus sends each on a subject of its own event type,
 // topic + "." + type ("mcplife.events.ToolsListed"), into one JetStream
-// stream per topic that it creates when missing (subjects topic + ".>").
-// The message id is the event's id, its sequence in the shared store, and
-// is sent as the JetStream message id, so a message published twice (a
-// retried publish) is stored once. Publishing goes through watermill-nats;
-// receiving uses the NATS client with watermill-nats's message format (see
-// [Bus.Subscribe]).
+// stream per topic (subjects topic + ".>", named by [StreamName]). The bus
+// creates the stream when it is missing: at the first publish or
+// subscription, and again whenever it may have been lost (after a
+// reconnect, as a server that comes back without its JetStream data has
+// none, and when a publish finds no stream to take it). The message id is
+// the event's id, its store's identity and its sequence there, and is sent
+// as the JetStream message id, so a message published twice (a retried
+// publish) is stored once, and two stores' events never pass for each
+// other. Publishing goes through watermill-nats; receiving uses the NATS
+// client with watermill-nats's message format (see [Bus.Subscribe]).
 //
 // Each Subscribe is an ordered, ephemeral consumer that starts with the
 // messages published after it, so every subscriber sees every message
@@ -24,7 +28,9 @@
 //     the store;
 //   - and every [Options.CheckEvery], for a message lost otherwise.
 //
-// One topic belongs to one store.
+// A topic is best given to one store (mcp-audit derives its topic from
+// the store's identity): a subscription ignores the events of other
+// stores on its topic, but still receives them.
 //
 // Example:
 //
@@ -38,6 +44,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -93,7 +100,7 @@ type Bus struct {
 	opts Options
 
 	mu      sync.Mutex
-	streams map[string]bool // topics whose stream exists
+	streams map[string]string // topic → the name of its stream, once known to exist
 	subs    map[*subscription]struct{}
 	lost    map[string]bool // topics whose failed publish is being announced (announceLoss)
 	closed  bool
@@ -143,13 +150,18 @@ func Open(url string, opts *Options) (*Bus, error) {
 	if o.CheckEvery == 0 {
 		o.CheckEvery = DefaultCheckEvery
 	}
-	b := &Bus{opts: o, streams: map[string]bool{}, subs: map[*subscription]struct{}{}, lost: map[string]bool{}, closing: make(chan struct{})}
+	b := &Bus{opts: o, streams: map[string]string{}, subs: map[*subscription]struct{}{}, lost: map[string]bool{}, closing: make(chan struct{})}
 	nopts := append([]nats.Option{
 		nats.Name(o.Name),
 		// After a reconnect each subscription takes a fresh consumer (the
 		// server may have lost the old one, or hold it stalled) and reads
 		// the store for what the bus missed meanwhile.
-		nats.ReconnectHandler(func(*nats.Conn) { b.renewAll() }),
+		// A server may come back without its JetStream data: the streams
+		// are looked up (and made) again before they are used.
+		nats.ReconnectHandler(func(*nats.Conn) {
+			b.forgetStreams()
+			b.renewAll()
+		}),
 		// The client gives up an ordered consumer it could not re-create
 		// (its stream was still being restored after a server restart):
 		// the subscriptions then subscribe afresh.
@@ -194,6 +206,14 @@ func Open(url string, opts *Options) (*Bus, error) {
 	return b, nil
 }
 
+// forgetStreams makes the next use of every topic look up its stream, and
+// create it when it is gone.
+func (b *Bus) forgetStreams() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.streams)
+}
+
 // renewAll tells every subscription to subscribe afresh.
 func (b *Bus) renewAll() {
 	b.mu.Lock()
@@ -203,20 +223,45 @@ func (b *Bus) renewAll() {
 	}
 }
 
-// Publish sends each message on the subject of its event type under topic.
-// It returns when JetStream has stored them, or with the first error.
+// Publish sends each message on the subject of its event type under topic
+// (a check-store message, [journal.MetaCheckStore], on a subject of its
+// own). It returns when JetStream has stored them, or with the first
+// error. A publish that finds no stream to take it (the server lost it)
+// makes the stream again and is sent once more.
 func (b *Bus) Publish(topic string, msgs ...*message.Message) error {
-	if err := b.ensureStream(topic); err != nil {
+	if _, err := b.ensureStream(topic, false); err != nil {
 		return err
 	}
 	for _, msg := range msgs {
 		subject := topic + "." + subjectToken(msg.Metadata.Get(typeKey))
-		if err := b.pub.Publish(subject, msg); err != nil {
+		if msg.Metadata.Get(journal.MetaCheckStore) != "" {
+			subject = topic + "." + checkSubject
+		}
+		if err := b.publishOne(topic, subject, msg); err != nil {
 			b.announceLoss(topic)
 			return fmt.Errorf("natsbus: publish on %s: %w", subject, err)
 		}
 	}
 	return nil
+}
+
+// publishOne publishes msg on subject, making topic's stream again and
+// sending once more when no stream answered.
+func (b *Bus) publishOne(topic, subject string, msg *message.Message) error {
+	err := b.pub.Publish(subject, msg)
+	if !noStream(err) {
+		return err
+	}
+	if _, serr := b.ensureStream(topic, true); serr != nil {
+		return fmt.Errorf("%w, and the stream could not be made again: %w", err, serr)
+	}
+	return b.pub.Publish(subject, msg)
+}
+
+// noStream reports whether a publish failed because no stream took it: the
+// stream is gone (or JetStream is still restoring it after a restart).
+func noStream(err error) bool {
+	return errors.Is(err, nats.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrStreamNotFound)
 }
 
 // announceLoss makes sure the subscribers of topic, on every host, read
@@ -243,7 +288,7 @@ func (b *Bus) announceLoss(topic string) {
 				return
 			case <-time.After(wait):
 			}
-			if b.pub.Publish(topic+"."+checkSubject, checkStore()) == nil {
+			if b.publishOne(topic, topic+"."+checkSubject, checkStore()) == nil {
 				return
 			}
 		}
@@ -267,14 +312,15 @@ const checkSubject = "_check_store"
 // be sending on it, which a subscription ending under traffic would turn
 // into a panic.
 func (b *Bus) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	if err := b.ensureStream(topic); err != nil {
+	stream, err := b.ensureStream(topic, false)
+	if err != nil {
 		return nil, err
 	}
 	sub := &subscription{
 		check: make(chan struct{}, 1), renew: make(chan struct{}, 1),
 		msgs: make(chan *message.Message, 256), done: make(chan struct{}),
 	}
-	ns, err := b.consume(topic, sub)
+	ns, err := b.consume(topic, stream, sub)
 	if err != nil {
 		return nil, fmt.Errorf("natsbus: subscribe to %s: %w", topic, err)
 	}
@@ -319,8 +365,13 @@ func (b *Bus) Subscribe(ctx context.Context, topic string) (<-chan *message.Mess
 				if ns != nil {
 					ns.Unsubscribe()
 				}
-				var err error
-				if ns, err = b.consume(topic, sub); err != nil {
+				// The stream itself may be gone (the server came back
+				// without its data): it is made again first.
+				stream, err := b.ensureStream(topic, true)
+				if err == nil {
+					ns, err = b.consume(topic, stream, sub)
+				}
+				if err != nil {
 					ns = nil
 					retry = time.After(backoff)
 					backoff = min(2*backoff, maxRenewBackoff)
@@ -364,9 +415,9 @@ func (b *Bus) checked(sub *subscription, ns *nats.Subscription) *message.Message
 	return checkStore()
 }
 
-// consume starts an ordered consumer of topic's events that hands each
-// decoded message to sub.
-func (b *Bus) consume(topic string, sub *subscription) (*nats.Subscription, error) {
+// consume starts an ordered consumer of topic's events, in stream, that
+// hands each decoded message to sub.
+func (b *Bus) consume(topic, stream string, sub *subscription) (*nats.Subscription, error) {
 	var dec wmnats.NATSMarshaler
 	return b.js.Subscribe(topic+".>", func(msg *nats.Msg) {
 		m, err := dec.Unmarshal(msg)
@@ -377,7 +428,7 @@ func (b *Bus) consume(topic string, sub *subscription) (*nats.Subscription, erro
 		case sub.msgs <- m:
 		case <-sub.done:
 		}
-	}, nats.OrderedConsumer(), nats.DeliverNew(), nats.BindStream(StreamName(topic)),
+	}, nats.OrderedConsumer(), nats.DeliverNew(), nats.BindStream(stream),
 		// A consumer the server lost (it restarted) is noticed after two
 		// missed heartbeats and re-created by the client.
 		nats.IdleHeartbeat(time.Second))
@@ -391,50 +442,117 @@ func checkStore() *message.Message {
 	return m
 }
 
-// StreamName returns the name of the JetStream stream that holds topic.
+// StreamName returns the name of the JetStream stream that holds topic,
+// distinct for distinct topics. A topic of dot-separated tokens of
+// letters, digits and '-' gives "MCPLIFE_" and its tokens joined by '_'
+// ("mcplife.events" → "MCPLIFE_mcplife_events"); any other topic gives
+// "MCPLIFE__" and the topic with every byte but a letter, digit or '-'
+// written as '_' and two hex digits ("mcplife.events_team" →
+// "MCPLIFE__mcplife_2eevents_5fteam"). The first form never has '_' after
+// "MCPLIFE_" where the second has it, and each form can be read back, so
+// no two topics share a name.
 func StreamName(topic string) string {
-	return "MCPLIFE_" + strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
-			return r
+	plain := topic != ""
+	for tok := range strings.SplitSeq(topic, ".") {
+		if tok == "" || strings.ContainsFunc(tok, func(r rune) bool { return !nameRune(r) }) {
+			plain = false
+			break
 		}
-		return '_'
-	}, topic)
+	}
+	if plain {
+		return "MCPLIFE_" + strings.ReplaceAll(topic, ".", "_")
+	}
+	var b strings.Builder
+	b.WriteString("MCPLIFE__")
+	for i := 0; i < len(topic); i++ {
+		if c := topic[i]; nameRune(rune(c)) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "_%02x", c)
+		}
+	}
+	return b.String()
 }
 
-// ensureStream creates topic's stream when it does not exist.
-func (b *Bus) ensureStream(topic string) error {
+// nameRune reports whether r stands for itself in a stream name.
+func nameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-'
+}
+
+// errSubjectOverlap is the JetStream error code of a stream whose subjects
+// overlap another stream's.
+const errSubjectOverlap nats.ErrorCode = 10065
+
+// ensureStream returns the name of topic's stream, making the stream when
+// it does not exist. It looks the stream up on the server when fresh is
+// set or the bus has not seen it since it connected; otherwise it answers
+// at once. It fails when a stream of that name holds other subjects.
+func (b *Bus) ensureStream(topic string, fresh bool) (string, error) {
 	if topic == "" || strings.ContainsAny(topic, "*> \t") {
-		return fmt.Errorf("natsbus: topic %q is not a NATS subject without wildcards", topic)
+		return "", fmt.Errorf("natsbus: topic %q is not a NATS subject without wildcards", topic)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return errors.New("natsbus: closed")
+	name, known := b.streams[topic]
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return "", errors.New("natsbus: closed")
 	}
-	if b.streams[topic] {
-		return nil
+	if known && !fresh {
+		return name, nil
 	}
-	name := StreamName(topic)
-	_, err := b.js.StreamInfo(name)
+	// The look-up and the creation are requests to the server: they are
+	// made without b.mu, so a slow server holds up nobody else. Two of
+	// them at once for one topic are harmless (see makeStream).
+	name, err := b.makeStream(topic)
+	if err != nil {
+		return "", err
+	}
+	b.mu.Lock()
+	b.streams[topic] = name
+	b.mu.Unlock()
+	return name, nil
+}
+
+// makeStream looks up topic's stream and creates it when missing, and
+// returns its name. A stream another process creates meanwhile is used. A
+// stream of another name that holds exactly topic's subjects (one an
+// earlier version of this package named differently) is used too.
+func (b *Bus) makeStream(topic string) (string, error) {
+	name, subject := StreamName(topic), topic+".>"
+	info, err := b.js.StreamInfo(name)
 	if errors.Is(err, nats.ErrStreamNotFound) {
-		_, err = b.js.AddStream(&nats.StreamConfig{
+		info, err = b.js.AddStream(&nats.StreamConfig{
 			Name:        name,
 			Description: "mcplife events published on " + topic,
-			Subjects:    []string{topic + ".>"},
+			Subjects:    []string{subject},
 			Storage:     nats.FileStorage,
 			MaxAge:      b.opts.MaxAge,
 			Duplicates:  min(2*time.Minute, b.opts.MaxAge),
 		})
-		if errors.Is(err, nats.ErrStreamNameAlreadyInUse) {
-			err = nil // another process created it meanwhile
+		var apiErr *nats.APIError
+		switch {
+		case errors.Is(err, nats.ErrStreamNameAlreadyInUse):
+			// Another process created it meanwhile (with other limits).
+			info, err = b.js.StreamInfo(name)
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == errSubjectOverlap:
+			if other, lerr := b.js.StreamNameBySubject(subject); lerr == nil {
+				if oinfo, ierr := b.js.StreamInfo(other); ierr == nil && slices.Equal(oinfo.Config.Subjects, []string{subject}) {
+					info, err = oinfo, nil
+				} else if ierr == nil {
+					err = fmt.Errorf("%w: stream %s holds subjects %q", err, other, oinfo.Config.Subjects)
+				}
+			}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("natsbus: stream %s for %s: %w", name, topic, err)
+		return "", fmt.Errorf("natsbus: stream %s for topic %s: %w", name, topic, err)
 	}
-	b.streams[topic] = true
-	return nil
+	if !slices.Contains(info.Config.Subjects, subject) {
+		return "", fmt.Errorf("natsbus: stream %s exists with subjects %q, which do not include %q, so it cannot hold topic %s (it was made for another topic, or by hand: delete it, or use another topic)",
+			info.Config.Name, info.Config.Subjects, subject, topic)
+	}
+	return info.Config.Name, nil
 }
 
 // Conn returns the bus's NATS connection (for its status and statistics).

@@ -27,6 +27,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if args := os.Getenv(followerEnv); args != "" {
+		if err := follower(args); err != nil {
+			fmt.Fprintln(os.Stderr, "follower:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

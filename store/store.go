@@ -105,6 +105,29 @@ type Snapshotter interface {
 	LoadSnapshot(ctx context.Context, name string) (seq uint64, data []byte, err error)
 }
 
+// Identifier is an optional capability: a store that knows its own
+// identity, a random id created with its storage (its SQLite file, its
+// PostgreSQL schema) and kept there, so that two stores never share one
+// even when their sequences do. Callers find it by type assertion. A bus
+// carries the identity on every message, so a subscriber tells its own
+// store's events from another store's on the same topic. Copying a store's
+// file copies its identity.
+type Identifier interface {
+	// StoreID returns the store's identity: lower-case hex digits, the
+	// same for every process that opens the storage. It is "" for a store
+	// that has none yet (a file of an older schema opened read-only: the
+	// first read-write open gives it one). It does not block.
+	StoreID() string
+}
+
+// ID returns st's identity when it is an [Identifier], else "".
+func ID(st Store) string {
+	if id, ok := st.(Identifier); ok {
+		return id.StoreID()
+	}
+	return ""
+}
+
 // AppendRequest is one append of a batch: the arguments of [Store.Append].
 type AppendRequest struct {
 	Stream   string

@@ -345,15 +345,15 @@ func (g *globals) busURL() string {
 	return os.Getenv("MCPLIFE_BUS")
 }
 
-// busTopic returns the bus topic of the store: one per PostgreSQL schema,
-// so fleets on different stores never read each other's sequences.
-func (g *globals) busTopic() string {
-	path, _ := g.dbPath()
-	if !isPostgres(path) {
-		return journal.DefaultTopic
-	}
-	if _, schema := postgresTarget(path); schema != "" && schema != postgres.DefaultSchema {
-		return journal.DefaultTopic + "_" + schema
+// busTopic returns the bus topic of st: one per store, named after its
+// identity, so that stores sharing a NATS server (two databases, two
+// PostgreSQL servers, every SQLite user with MCPLIFE_BUS exported) never
+// send each other their events. A store without an identity (a file of an
+// older schema opened read-only) takes journal.DefaultTopic; its
+// subscriptions read the store, taking no event off the bus.
+func busTopic(st store.Store) string {
+	if id := store.ID(st); id != "" {
+		return journal.DefaultTopic + "-" + id
 	}
 	return journal.DefaultTopic
 }
@@ -363,7 +363,7 @@ func (g *globals) busTopic() string {
 // in spool (none when ""); closing the returned function
 // closes the journal and the bus, not st.
 func (g *globals) journalOn(st store.Store, spool string) (*journal.Journal, func(), error) {
-	opts := &journal.Options{Host: os.Getenv("MCPLIFE_HOST"), Topic: g.busTopic(), Spool: spool}
+	opts := &journal.Options{Host: os.Getenv("MCPLIFE_HOST"), Topic: busTopic(st), Spool: spool}
 	closeBus := func() {}
 	if u := g.busURL(); u != "" {
 		if !strings.HasPrefix(u, "nats://") && !strings.HasPrefix(u, "tls://") {

@@ -22,7 +22,6 @@ import (
 func TestFleetStoreAndBus(t *testing.T) {
 	conn, schema := pgtest.Schema(t)
 	bus := natstest.URL(t)
-	t.Cleanup(func() { dropBusStream(bus, journal.DefaultTopic+"_"+schema) })
 	db := conn + "&schema=" + schema
 	if !strings.Contains(conn, "?") {
 		db = conn + "?schema=" + schema
@@ -41,12 +40,14 @@ func TestFleetStoreAndBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	topic := busTopic(st)
+	t.Cleanup(func() { dropBusStream(bus, topic) })
 	nb, err := natsbus.Open(bus, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nb.Close()
-	other, err := journal.New(st, &journal.Options{Host: "h-two", Publisher: nb, Subscriber: nb, Topic: journal.DefaultTopic + "_" + schema})
+	other, err := journal.New(st, &journal.Options{Host: "h-two", Publisher: nb, Subscriber: nb, Topic: topic})
 	if err != nil {
 		t.Fatal(err)
 	}

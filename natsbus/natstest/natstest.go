@@ -85,6 +85,15 @@ func (s *Server) Stop() {
 	}
 }
 
+// RestartEmpty starts the stopped server again on its port, with an empty
+// JetStream store: a server that came back without its data (a wiped
+// volume, a container without persistent storage).
+func (s *Server) RestartEmpty() {
+	s.t.Helper()
+	s.opts.StoreDir = s.t.TempDir()
+	s.Restart()
+}
+
 // Restart starts the server (again), on its port and with its store.
 func (s *Server) Restart() {
 	s.t.Helper()

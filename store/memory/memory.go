@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"iter"
 	"slices"
@@ -15,6 +17,7 @@ var (
 	_ store.Store       = (*Store)(nil)
 	_ store.Snapshotter = (*Store)(nil)
 	_ store.TypeReader  = (*Store)(nil)
+	_ store.Identifier  = (*Store)(nil)
 )
 
 // Store is an in-memory [store.Store] and [store.Snapshotter]. Nothing
@@ -26,6 +29,8 @@ var (
 // meanwhile are not yielded. An iteration holds no lock while it yields, so
 // the loop body may call any method, Append included.
 type Store struct {
+	id string // see StoreID; fixed at New
+
 	mu        sync.RWMutex
 	closed    bool
 	log       []events.Envelope  // log[i].Seq == i+1; elements never change once appended
@@ -45,13 +50,20 @@ type snapshot struct {
 	data []byte
 }
 
-// New returns an empty store.
+// New returns an empty store with an identity of its own.
 func New() *Store {
+	var id [16]byte
+	rand.Read(id[:]) // never fails (crypto/rand)
 	return &Store{
+		id:        hex.EncodeToString(id[:]),
 		streams:   make(map[string]*stream),
 		snapshots: make(map[string]snapshot),
 	}
 }
+
+// StoreID implements [store.Identifier]: a random id given to the store by
+// New, the same for every journal on it.
+func (s *Store) StoreID() string { return s.id }
 
 // Append implements [store.Store.Append]. It returns an error for an empty
 // stream name, an expected version below [store.AnyVersion], or an event

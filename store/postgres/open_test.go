@@ -218,3 +218,37 @@ func TestReadOnly(t *testing.T) {
 		t.Fatalf("a read-only store changed the schema:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// A schema made before store identities (version 1) is read read-only as
+// it is, without one, and changed by nothing but the first read-write
+// open, which gives it an identity kept from then on.
+func TestIdentityMadeByMigration(t *testing.T) {
+	cs, schema := pgtest.Schema(t)
+	db := mustOpen(t, cs, &postgres.Options{Schema: schema})
+	appendN(t, db, "a", 3)
+	db.Close()
+	raw := rawConn(t, cs)
+	s := pgx.Identifier{schema}.Sanitize()
+	mustExec(t, raw, `DROP TABLE `+s+`.store_identity`, `DELETE FROM `+s+`.migrations WHERE version > 1`)
+	before := fingerprint(t, raw, schema)
+
+	ro := mustOpen(t, cs, &postgres.Options{Schema: schema, ReadOnly: true})
+	if id := ro.StoreID(); id != "" {
+		t.Fatalf("read-only open of a version 1 schema: StoreID %q, want none", id)
+	}
+	if got := readAll(t, ro); len(got) != 3 {
+		t.Fatalf("read-only open of a version 1 schema: %d events, want 3", len(got))
+	}
+	ro.Close()
+	if after := fingerprint(t, raw, schema); after != before {
+		t.Fatalf("a read-only open changed a version 1 schema:\nbefore %s\nafter  %s", before, after)
+	}
+	rw := mustOpen(t, cs, &postgres.Options{Schema: schema})
+	id := rw.StoreID()
+	if len(id) != 32 {
+		t.Fatalf("StoreID after the migration %q, want 32 hex digits", id)
+	}
+	if again := mustOpen(t, cs, &postgres.Options{Schema: schema, ReadOnly: true}).StoreID(); again != id {
+		t.Fatalf("StoreID read-only after the migration %q, want %q", again, id)
+	}
+}

@@ -38,10 +38,10 @@ type Options struct {
 	// tables; several stores can share a database under different schemas.
 	// Default [DefaultSchema]. It is created on the first read-write open.
 	Schema string
-	// ReadOnly opens the store for reading only: the schema must exist and
-	// be at the current version; it is never created or migrated, the
-	// connections run with default_transaction_read_only, and writes
-	// return [store.ErrReadOnly].
+	// ReadOnly opens the store for reading only: the schema must exist; it
+	// is never created or migrated (a schema of an older version is read
+	// as it is, without a store identity), the connections run with
+	// default_transaction_read_only, and writes return [store.ErrReadOnly].
 	ReadOnly bool
 	// LockTimeout bounds how long a statement waits for a lock held by
 	// another connection or process (PostgreSQL's lock_timeout): an append
@@ -146,6 +146,7 @@ func (o *Options) withDefaults() (Options, error) {
 type DB struct {
 	schema   string // as given, for messages and the migration lock
 	readOnly bool
+	id       string // the store's identity (see StoreID), set by Open
 	log      *slog.Logger
 	pool     *pgxpool.Pool
 	q        queries
@@ -249,13 +250,19 @@ func (db *DB) open(ctx context.Context, o Options) error {
 	case v > schemaVersion:
 		return db.newerSchema(v)
 	case v == schemaVersion:
-		return nil
 	case o.ReadOnly && v == 0:
 		return fmt.Errorf("postgres: open schema %s read-only: %w", db.schema, store.ErrNotFound)
 	case o.ReadOnly:
-		return fmt.Errorf("postgres: open schema %s read-only: schema version %d, want %d: open it read-write once to migrate it", db.schema, v, schemaVersion)
+		// Every migration after the first only adds the store's identity,
+		// which reads do without: an older schema is read as it is.
+		db.log.Debug("postgres: reading an older schema as it is", "schema", db.schema, "version", v)
+	default:
+		if err := db.migrate(ctx); err != nil {
+			return err
+		}
+		v = schemaVersion
 	}
-	return db.migrate(ctx)
+	return db.readIdentity(ctx, v)
 }
 
 func (db *DB) newerSchema(v int) error {

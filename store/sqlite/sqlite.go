@@ -139,6 +139,7 @@ func (o *Options) withDefaults() (Options, error) {
 type DB struct {
 	path     string // as given to Open, for messages
 	readOnly bool
+	id       string // the store's identity (see StoreID), set by Open
 	log      *slog.Logger
 
 	w     *sql.DB       // writer pool of one connection; nil when read-only
@@ -228,6 +229,10 @@ func Open(path string, opts *Options) (*DB, error) {
 		onDisk = schemaVersion
 	}
 	if err := db.stmts.prepareReads(ctx, db.r, onDisk); err != nil {
+		db.closeAll()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := db.readIdentity(ctx, onDisk); err != nil {
 		db.closeAll()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}

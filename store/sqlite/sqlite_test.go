@@ -172,7 +172,7 @@ func version1File(t *testing.T) string {
 	}
 	raw := rawOpen(t, path)
 	defer raw.Close()
-	for _, q := range []string{"DROP INDEX events_type", "ALTER TABLE events DROP COLUMN host", "PRAGMA user_version = 1"} {
+	for _, q := range []string{"DROP INDEX events_type", "ALTER TABLE events DROP COLUMN host", "DROP TABLE store_identity", "PRAGMA user_version = 1"} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -200,8 +200,8 @@ func TestOpenMigratesVersion1(t *testing.T) {
 	if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_type'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("index events_type: count %d, %v", n, err)
 	}
-	if v := pragma(t, raw, "user_version"); v != "3" {
-		t.Errorf("user_version = %s, want 3", v)
+	if v := pragma(t, raw, "user_version"); v != "4" {
+		t.Errorf("user_version = %s, want 4", v)
 	}
 	if len(got) != 3 {
 		t.Errorf("ReadType after the migration: seqs %v, want 3 events", got)
@@ -217,8 +217,8 @@ func TestOpenSetsWALAndMigrates(t *testing.T) {
 	if mode := pragma(t, raw, "journal_mode"); mode != "wal" {
 		t.Errorf("journal_mode = %q, want wal", mode)
 	}
-	if v := pragma(t, raw, "user_version"); v != "3" {
-		t.Errorf("user_version = %s, want 3", v)
+	if v := pragma(t, raw, "user_version"); v != "4" {
+		t.Errorf("user_version = %s, want 4", v)
 	}
 	for _, table := range []string{"events", "streams", "snapshots"} {
 		var n int
@@ -525,5 +525,25 @@ func TestReadOnlyReadsAnOlderSchema(t *testing.T) {
 	}
 	if fileHash(t, path) != before {
 		t.Error("a read-only open changed the file")
+	}
+}
+
+// A file made before store identities is read read-only without one, and
+// gets one, kept from then on, when it is first opened read-write.
+func TestIdentityMadeByMigration(t *testing.T) {
+	path := version1File(t)
+	ro := mustOpen(t, path, &sqlite.Options{ReadOnly: true})
+	if id := ro.StoreID(); id != "" {
+		t.Fatalf("read-only open of a version 1 file: StoreID %q, want none", id)
+	}
+	ro.Close()
+	rw := mustOpen(t, path, nil)
+	id := rw.StoreID()
+	if len(id) != 32 {
+		t.Fatalf("StoreID after the migration %q, want 32 hex digits", id)
+	}
+	rw.Close()
+	if again := mustOpen(t, path, &sqlite.Options{ReadOnly: true}).StoreID(); again != id {
+		t.Fatalf("StoreID read-only after the migration %q, want %q", again, id)
 	}
 }

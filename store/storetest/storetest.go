@@ -111,6 +111,13 @@ func Run(t *testing.T, f Features, newStore func(t *testing.T) store.Store) {
 		}
 		testReopen(t, open(t), f)
 	})
+	t.Run("Identity", func(t *testing.T) {
+		s := open(t)
+		if _, ok := s.(store.Identifier); !ok {
+			t.Skip("backend has no identity (it is not a store.Identifier)")
+		}
+		testIdentity(t, s, open(t), f)
+	})
 	t.Run("Durability", func(t *testing.T) {
 		if f.Durability == nil {
 			t.Skip("backend has no durability test (Features.Durability is nil)")
@@ -954,6 +961,33 @@ func testReopen(t *testing.T, s store.Store, f Features) {
 		if err != nil || seq != 4 || string(data) != "four" {
 			t.Fatalf("LoadSnapshot after reopening = %d, %q, %v; want 4, \"four\", nil", seq, data, err)
 		}
+	}
+}
+
+// testIdentity checks that each store has an identity of its own (a and b
+// are two stores newStore made) and keeps it when it is opened again.
+func testIdentity(t *testing.T, a, b store.Store, f Features) {
+	id := store.ID(a)
+	if len(id) < 16 || strings.Trim(id, "0123456789abcdef") != "" {
+		t.Fatalf("StoreID %q, want at least 16 lower-case hex digits", id)
+	}
+	if again := store.ID(a); again != id {
+		t.Fatalf("StoreID changed from %q to %q", id, again)
+	}
+	if other := store.ID(b); other == id {
+		t.Fatalf("two stores share the identity %q", id)
+	}
+	if f.Reopen == nil {
+		return
+	}
+	mustAppend(t, a, "a", store.NoStream, envs("A", 0, 1))
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	r := f.Reopen(t, a)
+	t.Cleanup(func() { r.Close() })
+	if got := store.ID(r); got != id {
+		t.Fatalf("StoreID after reopening %q, want %q", got, id)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -103,6 +104,47 @@ func Schema(t testing.TB) (connString, schema string) {
 		}
 	})
 	return cs, schema
+}
+
+// Database returns the connection string of a fresh database on the test
+// server, made for t and dropped, with everything in it, when t ends (close
+// what uses it first). A store opened on it with the default schema is a
+// store of its own, as on another server. It skips or fails t as
+// [ConnString] does.
+func Database(t testing.TB) string {
+	t.Helper()
+	cs := ConnString(t)
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := SchemaPrefix + hex.EncodeToString(b[:])
+	u, err := url.Parse(cs)
+	if err != nil || u.Scheme == "" {
+		t.Fatalf("pgtest: Database needs a URL in %s", EnvConnString)
+	}
+	admin := func(q string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, cs)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, q)
+		return err
+	}
+	ident := pgx.Identifier{name}.Sanitize()
+	if err := admin(`CREATE DATABASE ` + ident); err != nil {
+		t.Fatalf("pgtest: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := admin(`DROP DATABASE IF EXISTS ` + ident + ` WITH (FORCE)`); err != nil {
+			t.Errorf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	u.Path = "/" + name
+	return u.String()
 }
 
 // Drop drops schema, and everything in it, from the database connString

@@ -1,0 +1,36 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/mcplife/mcplife/store"
+)
+
+var _ store.Identifier = (*DB)(nil)
+
+// identityVersion is the schema version that made the store_identity table.
+const identityVersion = 4
+
+// StoreID implements [store.Identifier]: the random id the file got when
+// its schema was made (or migrated to version 4), read once by Open. It is
+// "" for a file of an older schema opened read-only.
+func (db *DB) StoreID() string { return db.id }
+
+// readIdentity reads the store's identity into db.id from a file at schema
+// version v (none before identityVersion).
+func (db *DB) readIdentity(ctx context.Context, v int) error {
+	if v < identityVersion {
+		return nil
+	}
+	err := db.r.QueryRowContext(ctx, `SELECT id FROM store_identity WHERE one = 1`).Scan(&db.id)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && db.id == "" {
+		return fmt.Errorf("read store identity: table store_identity holds no id")
+	}
+	if err != nil {
+		return fmt.Errorf("read store identity: %w", mapErr(err))
+	}
+	return nil
+}
