@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,42 +145,145 @@ func withHashSuffix(base, hash string) string {
 //
 // Duplicate refs are named once. Collisions are sorted by (Name, Ref). The
 // caller keeps the reverse map (name → ref) from the result.
+//
+// AssignNames names one set of refs with no history. A session names its
+// tools with [NameClaims], which keeps every name it gave out.
 func AssignNames(refs []ToolRef) (names map[ToolRef]string, collisions []Collision) {
-	sorted := slices.Clone(refs)
-	slices.SortFunc(sorted, compareRefs)
-	sorted = slices.Compact(sorted)
+	var c NameClaims
+	names = c.Claim(refs)
+	for _, r := range slices.Compact(slices.SortedFunc(slices.Values(refs), compareRefs)) {
+		if col, ok := c.Collision(r); ok {
+			collisions = append(collisions, col)
+		}
+	}
+	sortCollisions(collisions)
+	return names, collisions
+}
 
-	names = make(map[ToolRef]string, len(sorted))
-	taken := make(map[string]ToolRef, len(sorted))
+// sortCollisions sorts collisions by (Name, Ref).
+func sortCollisions(collisions []Collision) {
+	slices.SortFunc(collisions, func(a, b Collision) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), compareRefs(a.Ref, b.Ref))
+	})
+}
+
+// NameClaims holds the exposed names given out so far, so that a name
+// keeps meaning one tool: once a ref holds a name, it keeps it, and no
+// other ref is ever given it, even after the ref's tool went away (its
+// server disconnected, or stopped listing it) and while it is back.
+//
+// New refs are named by the rule of [AssignNames], with every name
+// already held counted as taken: a newcomer whose [ToolName] another ref
+// holds gets the hash-suffixed name, whatever the order of the servers'
+// names. The names therefore depend on the order in which refs were
+// claimed, and on nothing else; refs claimed together are named as one
+// set, independent of their order.
+//
+// The zero value holds no names. A NameClaims is not safe for concurrent
+// use.
+type NameClaims struct {
+	byRef  map[ToolRef]string
+	byName map[string]ToolRef
+}
+
+// Claim names refs: a ref that already holds a name keeps it, the others
+// (named together, as [AssignNames] names a set) get names no ref holds,
+// and keep them from now on. It returns the name of every ref passed.
+func (c *NameClaims) Claim(refs []ToolRef) map[ToolRef]string {
+	names := make(map[ToolRef]string, len(refs))
+	var fresh []ToolRef
+	for _, r := range refs {
+		if n, ok := c.byRef[r]; ok {
+			names[r] = n
+			continue
+		}
+		fresh = append(fresh, r)
+	}
+	if len(fresh) == 0 {
+		return names
+	}
+	if c.byRef == nil {
+		c.byRef = make(map[ToolRef]string, len(fresh))
+		c.byName = make(map[string]ToolRef, len(fresh))
+	}
+	slices.SortFunc(fresh, compareRefs)
+	fresh = slices.Compact(fresh)
 	var losers []ToolRef
-	// First pass: the smallest ref of every base name keeps it.
-	for _, r := range sorted {
+	// First pass: the smallest fresh ref of every base name no one holds
+	// keeps it.
+	for _, r := range fresh {
 		base := ToolName(r.Server, r.Tool)
-		if _, ok := taken[base]; ok {
+		if _, ok := c.byName[base]; ok {
 			losers = append(losers, r)
 			continue
 		}
-		taken[base] = r
+		c.hold(r, base)
 		names[r] = base
 	}
 	// Second pass: the others get hash-suffixed names, in (server, tool)
-	// order, skipping any name already in use.
+	// order, skipping any name already held.
 	for _, r := range losers {
-		base := ToolName(r.Server, r.Tool)
 		readable := readableName(r.Server, r.Tool)
 		var name string
 		for salt := 0; ; salt++ {
 			name = withHashSuffix(readable, pairHash(r.Server, r.Tool, salt))
-			if _, ok := taken[name]; !ok {
+			if _, ok := c.byName[name]; !ok {
 				break
 			}
 		}
-		taken[name] = r
+		c.hold(r, name)
 		names[r] = name
-		collisions = append(collisions, Collision{Name: base, Kept: taken[base], Ref: r, Assigned: name})
 	}
-	slices.SortFunc(collisions, func(a, b Collision) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), compareRefs(a.Ref, b.Ref))
-	})
-	return names, collisions
+	return names
+}
+
+func (c *NameClaims) hold(r ToolRef, name string) {
+	c.byRef[r] = name
+	c.byName[name] = r
+}
+
+// Name returns the name ref holds.
+func (c *NameClaims) Name(ref ToolRef) (string, bool) {
+	n, ok := c.byRef[ref]
+	return n, ok
+}
+
+// Holder returns the ref that holds name.
+func (c *NameClaims) Holder(name string) (ToolRef, bool) {
+	r, ok := c.byName[name]
+	return r, ok
+}
+
+// Len returns the number of names held.
+func (c *NameClaims) Len() int { return len(c.byRef) }
+
+// Collision reports whether ref holds a name other than its [ToolName],
+// because another ref held that name first (or took it in the same
+// claim), and describes it.
+func (c *NameClaims) Collision(ref ToolRef) (Collision, bool) {
+	name, ok := c.byRef[ref]
+	if !ok {
+		return Collision{}, false
+	}
+	base := ToolName(ref.Server, ref.Tool)
+	if name == base {
+		return Collision{}, false
+	}
+	return Collision{Name: base, Kept: c.byName[base], Ref: ref, Assigned: name}, true
+}
+
+// Forget drops the names of the refs keep reports false for: they may be
+// given to other refs from now on.
+func (c *NameClaims) Forget(keep func(ToolRef) bool) {
+	for r, n := range c.byRef {
+		if !keep(r) {
+			delete(c.byRef, r)
+			delete(c.byName, n)
+		}
+	}
+}
+
+// Clone returns an independent copy of c.
+func (c *NameClaims) Clone() NameClaims {
+	return NameClaims{byRef: maps.Clone(c.byRef), byName: maps.Clone(c.byName)}
 }
