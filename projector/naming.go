@@ -180,10 +180,23 @@ func sortCollisions(collisions []Collision) {
 // set, independent of their order.
 //
 // The zero value holds no names. A NameClaims is not safe for concurrent
-// use.
+// use; Clone counts as a change of both copies.
 type NameClaims struct {
-	byRef  map[ToolRef]string
-	byName map[string]ToolRef
+	byName map[string]ToolRef // every name given, and its ref
+	// byRef holds the names that are not their ref's [ToolName], the
+	// few a collision gave; a ref without an entry holds its ToolName
+	// when byName says so.
+	byRef map[ToolRef]string
+	// shared is set when another NameClaims (a Clone) holds the same
+	// maps: the first change copies them.
+	shared bool
+}
+
+// own makes c's maps its own before a change.
+func (c *NameClaims) own() {
+	if c.shared {
+		c.byRef, c.byName, c.shared = maps.Clone(c.byRef), maps.Clone(c.byName), false
+	}
 }
 
 // Claim names refs: a ref that already holds a name keeps it, the others
@@ -193,7 +206,7 @@ func (c *NameClaims) Claim(refs []ToolRef) map[ToolRef]string {
 	names := make(map[ToolRef]string, len(refs))
 	var fresh []ToolRef
 	for _, r := range refs {
-		if n, ok := c.byRef[r]; ok {
+		if n, ok := c.Name(r); ok {
 			names[r] = n
 			continue
 		}
@@ -202,8 +215,9 @@ func (c *NameClaims) Claim(refs []ToolRef) map[ToolRef]string {
 	if len(fresh) == 0 {
 		return names
 	}
-	if c.byRef == nil {
-		c.byRef = make(map[ToolRef]string, len(fresh))
+	c.own()
+	if c.byName == nil {
+		c.byRef = make(map[ToolRef]string)
 		c.byName = make(map[string]ToolRef, len(fresh))
 	}
 	slices.SortFunc(fresh, compareRefs)
@@ -238,14 +252,22 @@ func (c *NameClaims) Claim(refs []ToolRef) map[ToolRef]string {
 }
 
 func (c *NameClaims) hold(r ToolRef, name string) {
-	c.byRef[r] = name
 	c.byName[name] = r
+	if name != ToolName(r.Server, r.Tool) {
+		c.byRef[r] = name
+	}
 }
 
 // Name returns the name ref holds.
 func (c *NameClaims) Name(ref ToolRef) (string, bool) {
-	n, ok := c.byRef[ref]
-	return n, ok
+	if n, ok := c.byRef[ref]; ok {
+		return n, true
+	}
+	n := ToolName(ref.Server, ref.Tool)
+	if holder, ok := c.byName[n]; ok && holder == ref {
+		return n, true
+	}
+	return "", false
 }
 
 // Holder returns the ref that holds name.
@@ -255,7 +277,7 @@ func (c *NameClaims) Holder(name string) (ToolRef, bool) {
 }
 
 // Len returns the number of names held.
-func (c *NameClaims) Len() int { return len(c.byRef) }
+func (c *NameClaims) Len() int { return len(c.byName) }
 
 // Collision reports whether ref holds a name other than its [ToolName],
 // because another ref held that name first (or took it in the same
@@ -266,24 +288,24 @@ func (c *NameClaims) Collision(ref ToolRef) (Collision, bool) {
 		return Collision{}, false
 	}
 	base := ToolName(ref.Server, ref.Tool)
-	if name == base {
-		return Collision{}, false
-	}
 	return Collision{Name: base, Kept: c.byName[base], Ref: ref, Assigned: name}, true
 }
 
 // Forget drops the names of the refs keep reports false for: they may be
 // given to other refs from now on.
 func (c *NameClaims) Forget(keep func(ToolRef) bool) {
-	for r, n := range c.byRef {
+	c.own()
+	for n, r := range c.byName {
 		if !keep(r) {
-			delete(c.byRef, r)
 			delete(c.byName, n)
+			delete(c.byRef, r)
 		}
 	}
 }
 
-// Clone returns an independent copy of c.
+// Clone returns an independent copy of c. The copies share their names
+// until one of them changes, so a clone costs nothing up front.
 func (c *NameClaims) Clone() NameClaims {
-	return NameClaims{byRef: maps.Clone(c.byRef), byName: maps.Clone(c.byName)}
+	c.shared = c.byName != nil
+	return NameClaims{byRef: c.byRef, byName: c.byName, shared: c.shared}
 }

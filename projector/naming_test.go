@@ -379,3 +379,27 @@ func TestNameClaimsForget(t *testing.T) {
 		t.Errorf("mcp_s_r2_0 = %v, %v", ref, ok)
 	}
 }
+
+// TestNameClaimsClone: a clone shares the names given so far, and a name
+// given by one copy afterwards is not in the other.
+func TestNameClaimsClone(t *testing.T) {
+	var a NameClaims
+	a.Claim([]ToolRef{{"s", "x"}})
+	b := a.Clone()
+	a.Claim([]ToolRef{{"s", "y"}, {"S", "x"}})
+	b.Claim([]ToolRef{{"S", "x"}, {"s", "z"}})
+	for _, c := range []struct {
+		c    *NameClaims
+		ref  ToolRef
+		want string
+	}{
+		{&a, ToolRef{"s", "x"}, "mcp_s_x"}, {&b, ToolRef{"s", "x"}, "mcp_s_x"},
+		{&a, ToolRef{"s", "y"}, "mcp_s_y"}, {&b, ToolRef{"s", "y"}, ""},
+		{&a, ToolRef{"S", "x"}, "mcp_s_x_" + wantHash("S", "x")}, {&b, ToolRef{"S", "x"}, "mcp_s_x_" + wantHash("S", "x")},
+		{&a, ToolRef{"s", "z"}, ""}, {&b, ToolRef{"s", "z"}, "mcp_s_z"},
+	} {
+		if got, _ := c.c.Name(c.ref); got != c.want {
+			t.Errorf("%p: %v named %q, want %q", c.c, c.ref, got, c.want)
+		}
+	}
+}

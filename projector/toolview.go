@@ -157,7 +157,6 @@ type ToolView struct {
 	// Cache of Tools(), rebuilt when toolsValid is false.
 	toolsValid bool
 	tools      []Tool
-	byName     map[string]ToolRef
 	collisions []Collision
 }
 
@@ -655,11 +654,14 @@ func (v *ToolView) Collisions() []Collision {
 }
 
 // Resolve maps an exposed tool name back to its server and original tool
-// name.
+// name (a binary search of the tools, which are sorted by name).
 func (v *ToolView) Resolve(name string) (ToolRef, bool) {
 	v.buildTools()
-	r, ok := v.byName[name]
-	return r, ok
+	i, ok := slices.BinarySearchFunc(v.tools, name, func(t Tool, name string) int { return strings.Compare(t.Name, name) })
+	if !ok {
+		return ToolRef{}, false
+	}
+	return ToolRef{Server: v.tools[i].Server, Tool: v.tools[i].Original}, true
 }
 
 // buildTools rebuilds the cached tool list when a change invalidated it.
@@ -669,7 +671,6 @@ func (v *ToolView) buildTools() {
 		return
 	}
 	tools := make([]Tool, 0, v.visible)
-	byName := make(map[string]ToolRef, v.visible)
 	var collisions []Collision
 	for _, s := range v.servers {
 		for _, t := range s.state.Tools {
@@ -681,7 +682,6 @@ func (v *ToolView) buildTools() {
 			if c, ok := v.names.Collision(ref); ok {
 				collisions = append(collisions, c)
 			}
-			byName[name] = ref
 			tools = append(tools, Tool{
 				Name:     name,
 				Server:   s.state.Name,
@@ -694,7 +694,7 @@ func (v *ToolView) buildTools() {
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	sortCollisions(collisions)
-	v.tools, v.byName, v.collisions = tools, byName, collisions
+	v.tools, v.collisions = tools, collisions
 	v.toolsValid = true
 }
 
