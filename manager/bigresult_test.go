@@ -61,3 +61,55 @@ func TestNegativeMaxMessageSizeRefused(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 }
+
+// TestTooDeepMessageFailsItsRequestAtOnce: a tools/list answer and a
+// tools/call result nested deeper than the client decodes fail their
+// request at once with a reason naming the depth, instead of waiting out
+// the timeout; the server stays connected and answers the next request.
+func TestTooDeepMessageFailsItsRequestAtOnce(t *testing.T) {
+	const reason = "nested too deep (more than 1000 levels of objects and arrays)"
+	connected := func(t *testing.T, e *env, name string) {
+		t.Helper()
+		if st := e.m.Status(name); st != projector.StatusConnected {
+			t.Fatalf("%s: status %s", name, st)
+		}
+		if d := ofType[*events.Disconnected](e, e.session); len(d) > 0 {
+			t.Fatalf("disconnected: %+v", d[0])
+		}
+	}
+	t.Run("tools/list", func(t *testing.T) {
+		e := newEnv(t, nil)
+		ctx := testCtx(t)
+		res, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "deeplist", "only=", "deep-schema=1500")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listErr := res.Errors["deeplist"]
+		if listErr == nil {
+			t.Fatalf("errors %v", res.Errors)
+		}
+		contains(t, "list error", listErr.Error(), `MCP server "deeplist" sent a result `+reason)
+		failed := ofType[*events.ToolsListFailed](e, e.session)
+		if len(failed) != 1 || failed[0].Server != "deeplist" || !strings.Contains(failed[0].Error, reason) {
+			t.Fatalf("ToolsListFailed %+v", failed)
+		}
+		connected(t, e, "deeplist")
+	})
+	t.Run("tools/call", func(t *testing.T) {
+		e := newEnv(t, nil)
+		ctx := testCtx(t)
+		if res, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "deepcall", "only=echo", "deep-result=1500")}, nil); err != nil || len(res.Errors) > 0 {
+			t.Fatal(res.Errors, err)
+		}
+		r, err := tool(t, e.m, "mcp_deepcall_deep_result").Call(ctx, nil)
+		if err != nil || !r.IsError {
+			t.Fatalf("deep call: %.200v %v", r, err)
+		}
+		contains(t, "deep call", r.Text(), `MCP server "deepcall" sent a result `+reason)
+		r, err = tool(t, e.m, "mcp_deepcall_echo").Call(ctx, map[string]any{"text": "still here"})
+		if err != nil || r.IsError || r.Text() != "still here" {
+			t.Fatalf("next call: %+v %v", r, err)
+		}
+		connected(t, e, "deepcall")
+	})
+}

@@ -497,30 +497,6 @@ func tailOf(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-// listTools runs tools/list following nextCursor, bounded by the server's
-// timeout.
-func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]events.ToolDef, error) {
-	cancel := context.CancelFunc(func() {})
-	lctx := ctx
-	if s.timeout > 0 {
-		lctx, cancel = context.WithTimeout(ctx, s.timeout)
-	}
-	defer cancel()
-	var defs []events.ToolDef
-	for tool, err := range lc.cs.Tools(lctx, nil) {
-		if err != nil {
-			if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
-				return nil, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
-					msg: fmt.Sprintf("Listing tools of MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}}
-			}
-			return nil, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
-				msg: fmt.Sprintf("MCP server %q: tools/list: %s", s.name, lc.res.scrubText(err.Error())), cause: err}}
-		}
-		defs = append(defs, toolDef(tool))
-	}
-	return defs, nil
-}
-
 // listed builds the ToolsListed event of a finished list.
 func (m *Manager) listed(s *server, defs []events.ToolDef, d time.Duration, cause events.ListCause) *events.ToolsListed {
 	if defs == nil {

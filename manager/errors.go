@@ -27,6 +27,9 @@ var (
 	// ErrNotReconnecting: [Manager.ReconnectNow] was asked for a server
 	// that is not waiting to reconnect.
 	ErrNotReconnecting = errors.New("MCP server not reconnecting")
+	// ErrListTooLong: a list had more pages or items than
+	// Options.MaxListPages, MaxListTools or MaxSessionTools allow.
+	ErrListTooLong = errors.New("MCP server list too long")
 )
 
 // Operations named by [ServerError.Op].

@@ -96,6 +96,16 @@ type Options struct {
 	// a call, that call fails with an error naming the limit and the
 	// server stays connected.
 	MaxMessageSize int
+	// MaxListPages, MaxListTools and MaxSessionTools bound what tool
+	// lists may hold, whatever the timeout: the pages of one list
+	// (default [DefaultMaxListPages]), the tools of one server's list
+	// (default [DefaultMaxListTools]) and the tools of every server's
+	// latest list together (default [DefaultMaxSessionTools]). A list over
+	// a bound is not taken: it fails with an error naming the server and
+	// the bound ([ErrListTooLong]), recorded as ToolsListFailed, and the
+	// server stays connected with the tools it had. The first two bound
+	// each list of resources, resource templates and prompts too.
+	MaxListPages, MaxListTools, MaxSessionTools int
 	// HealthInterval is how often each connected server is pinged
 	// (default [DefaultHealthInterval]; negative: never). HealthTimeout
 	// bounds each ping (default [DefaultHealthTimeout]). A server that
@@ -222,6 +232,7 @@ type Manager struct {
 	attempts   map[string]int
 	breakers   map[string]*breaker // failed attempts per server, for the crash-loop breaker
 	round      int64
+	listSizes  map[string]int // tools in each server's latest list taken, for Options.MaxSessionTools
 
 	reconnect ReconnectPolicy // opts.Reconnect with defaults
 	scanner   procScanner     // descendants of stdio servers, one /proc pass for many
@@ -250,6 +261,14 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	if o.MaxMessageSize < 0 {
 		errs = append(errs, fmt.Errorf("manager: negative MaxMessageSize %d", o.MaxMessageSize))
 	}
+	for _, b := range []struct {
+		name string
+		v    int
+	}{{"MaxListPages", o.MaxListPages}, {"MaxListTools", o.MaxListTools}, {"MaxSessionTools", o.MaxSessionTools}} {
+		if b.v < 0 {
+			errs = append(errs, fmt.Errorf("manager: negative %s %d", b.name, b.v))
+		}
+	}
 	if _, ok := logLevels[o.ServerLogLevel]; !ok && o.ServerLogLevel != "" && o.ServerLogLevel != ServerLogsOff {
 		errs = append(errs, fmt.Errorf("manager: unknown ServerLogLevel %q (want an MCP logging level or %q)", o.ServerLogLevel, ServerLogsOff))
 	}
@@ -258,6 +277,15 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	if o.MaxMessageSize == 0 {
 		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.MaxListPages == 0 {
+		o.MaxListPages = DefaultMaxListPages
+	}
+	if o.MaxListTools == 0 {
+		o.MaxListTools = DefaultMaxListTools
+	}
+	if o.MaxSessionTools == 0 {
+		o.MaxSessionTools = DefaultMaxSessionTools
 	}
 	if o.Gate == 0 {
 		o.Gate = DefaultGate
@@ -322,6 +350,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		discovered: map[string]discovery{},
 		attempts:   map[string]int{},
 		breakers:   map[string]*breaker{},
+		listSizes:  map[string]int{},
 		reconnect:  o.Reconnect.withDefaults(),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,20 +94,37 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 	defer cancel()
 	begin := m.now()
 	ev := &events.ResourcesListed{Server: s.name, ConfigHash: s.hash, Resources: []events.ResourceDef{}, Cause: cause}
-	for r, err := range lc.cs.Resources(ctx, nil) {
+	err := m.paginate(ctx, s, "resources/list", "resources", func(ctx context.Context, cursor string) (int, string, error) {
+		res, err := lc.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
-			m.log.Warn("MCP resources/list failed", "server", s.name, "err", lc.res.scrubText(err.Error()))
-			return last
+			return 0, "", err
 		}
-		ev.Resources = append(ev.Resources, events.ResourceDef{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
-			MIMEType: r.MIMEType, Size: r.Size, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
+		for _, r := range res.Resources {
+			ev.Resources = append(ev.Resources, events.ResourceDef{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+				MIMEType: r.MIMEType, Size: r.Size, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
+		}
+		return len(ev.Resources), res.NextCursor, nil
+	})
+	if err != nil {
+		m.log.Warn("MCP resources/list failed", "server", s.name, "err", lc.res.scrubText(err.Error()))
+		return last
 	}
-	for r, err := range lc.cs.ResourceTemplates(ctx, nil) {
+	err = m.paginate(ctx, s, "resources/templates/list", "resource templates", func(ctx context.Context, cursor string) (int, string, error) {
+		res, err := lc.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 		if err != nil {
-			break // templates are optional: a server without them may refuse the method
+			return 0, "", err
 		}
-		ev.Templates = append(ev.Templates, events.ResourceTemplateDef{URITemplate: r.URITemplate, Name: r.Name, Title: r.Title,
-			Description: r.Description, MIMEType: r.MIMEType, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
+		for _, r := range res.ResourceTemplates {
+			ev.Templates = append(ev.Templates, events.ResourceTemplateDef{URITemplate: r.URITemplate, Name: r.Name, Title: r.Title,
+				Description: r.Description, MIMEType: r.MIMEType, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
+		}
+		return len(ev.Templates), res.NextCursor, nil
+	})
+	// Templates are optional: a server without them may refuse the
+	// method (the pages before a refusal are kept), but not list too many.
+	if errors.Is(err, ErrListTooLong) {
+		m.log.Warn("MCP resources/templates/list failed", "server", s.name, "err", err)
+		return last
 	}
 	ev.Count, ev.Duration = len(ev.Resources), m.now().Sub(begin)
 	ev.Hash = events.HashList([]any{ev.Resources, ev.Templates})
@@ -123,16 +141,23 @@ func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, l
 	defer cancel()
 	begin := m.now()
 	ev := &events.PromptsListed{Server: s.name, ConfigHash: s.hash, Prompts: []events.PromptDef{}, Cause: cause}
-	for p, err := range lc.cs.Prompts(ctx, nil) {
+	err := m.paginate(ctx, s, "prompts/list", "prompts", func(ctx context.Context, cursor string) (int, string, error) {
+		res, err := lc.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
-			m.log.Warn("MCP prompts/list failed", "server", s.name, "err", lc.res.scrubText(err.Error()))
-			return last
+			return 0, "", err
 		}
-		d := events.PromptDef{Name: p.Name, Title: p.Title, Description: p.Description, Icons: rawList(p.Icons)}
-		for _, a := range p.Arguments {
-			d.Arguments = append(d.Arguments, events.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+		for _, p := range res.Prompts {
+			d := events.PromptDef{Name: p.Name, Title: p.Title, Description: p.Description, Icons: rawList(p.Icons)}
+			for _, a := range p.Arguments {
+				d.Arguments = append(d.Arguments, events.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+			}
+			ev.Prompts = append(ev.Prompts, d)
 		}
-		ev.Prompts = append(ev.Prompts, d)
+		return len(ev.Prompts), res.NextCursor, nil
+	})
+	if err != nil {
+		m.log.Warn("MCP prompts/list failed", "server", s.name, "err", lc.res.scrubText(err.Error()))
+		return last
 	}
 	ev.Count, ev.Duration = len(ev.Prompts), m.now().Sub(begin)
 	ev.Hash = events.HashList(ev.Prompts)

@@ -21,7 +21,8 @@ import (
 // A Tool is safe for concurrent use.
 type Tool struct {
 	// Name is the exposed name, mcp_<server>_<tool> ([projector.ToolName];
-	// renamed by [projector.AssignNames] when two tools collide).
+	// hash-suffixed when another tool held that name first), which means
+	// this tool for the rest of the session ([projector.NameClaims]).
 	Name string
 	// Title and Description as the server sent them; Description falls
 	// back to "MCP tool from <server>".

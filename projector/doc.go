@@ -4,7 +4,8 @@
 // [ToolView.LoadedTools]), [ToolCache] (the newest tool list per server and
 // configuration, across sessions) and [SessionIndex] (one summary per
 // recorded session). It also defines the tool naming rules ([ToolName],
-// [AssignNames]).
+// [AssignNames], and [NameClaims], which keeps a session's names meaning
+// the same tools).
 //
 // Every projection has Apply(envelope) and LastSeq(), the journal's
 // Projection interface (ToolCache is also its Checkpointer); the package

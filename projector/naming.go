@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,42 +145,167 @@ func withHashSuffix(base, hash string) string {
 //
 // Duplicate refs are named once. Collisions are sorted by (Name, Ref). The
 // caller keeps the reverse map (name → ref) from the result.
+//
+// AssignNames names one set of refs with no history. A session names its
+// tools with [NameClaims], which keeps every name it gave out.
 func AssignNames(refs []ToolRef) (names map[ToolRef]string, collisions []Collision) {
-	sorted := slices.Clone(refs)
-	slices.SortFunc(sorted, compareRefs)
-	sorted = slices.Compact(sorted)
+	var c NameClaims
+	names = c.Claim(refs)
+	for _, r := range slices.Compact(slices.SortedFunc(slices.Values(refs), compareRefs)) {
+		if col, ok := c.Collision(r); ok {
+			collisions = append(collisions, col)
+		}
+	}
+	sortCollisions(collisions)
+	return names, collisions
+}
 
-	names = make(map[ToolRef]string, len(sorted))
-	taken := make(map[string]ToolRef, len(sorted))
+// sortCollisions sorts collisions by (Name, Ref).
+func sortCollisions(collisions []Collision) {
+	slices.SortFunc(collisions, func(a, b Collision) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), compareRefs(a.Ref, b.Ref))
+	})
+}
+
+// NameClaims holds the exposed names given out so far, so that a name
+// keeps meaning one tool: once a ref holds a name, it keeps it, and no
+// other ref is ever given it, even after the ref's tool went away (its
+// server disconnected, or stopped listing it) and while it is back.
+//
+// New refs are named by the rule of [AssignNames], with every name
+// already held counted as taken: a newcomer whose [ToolName] another ref
+// holds gets the hash-suffixed name, whatever the order of the servers'
+// names. The names therefore depend on the order in which refs were
+// claimed, and on nothing else; refs claimed together are named as one
+// set, independent of their order.
+//
+// The zero value holds no names. A NameClaims is not safe for concurrent
+// use; Clone counts as a change of both copies.
+type NameClaims struct {
+	byName map[string]ToolRef // every name given, and its ref
+	// byRef holds the names that are not their ref's [ToolName], the
+	// few a collision gave; a ref without an entry holds its ToolName
+	// when byName says so.
+	byRef map[ToolRef]string
+	// shared is set when another NameClaims (a Clone) holds the same
+	// maps: the first change copies them.
+	shared bool
+}
+
+// own makes c's maps its own before a change.
+func (c *NameClaims) own() {
+	if c.shared {
+		c.byRef, c.byName, c.shared = maps.Clone(c.byRef), maps.Clone(c.byName), false
+	}
+}
+
+// Claim names refs: a ref that already holds a name keeps it, the others
+// (named together, as [AssignNames] names a set) get names no ref holds,
+// and keep them from now on. It returns the name of every ref passed.
+func (c *NameClaims) Claim(refs []ToolRef) map[ToolRef]string {
+	names := make(map[ToolRef]string, len(refs))
+	var fresh []ToolRef
+	for _, r := range refs {
+		if n, ok := c.Name(r); ok {
+			names[r] = n
+			continue
+		}
+		fresh = append(fresh, r)
+	}
+	if len(fresh) == 0 {
+		return names
+	}
+	c.own()
+	if c.byName == nil {
+		c.byRef = make(map[ToolRef]string)
+		c.byName = make(map[string]ToolRef, len(fresh))
+	}
+	slices.SortFunc(fresh, compareRefs)
+	fresh = slices.Compact(fresh)
 	var losers []ToolRef
-	// First pass: the smallest ref of every base name keeps it.
-	for _, r := range sorted {
+	// First pass: the smallest fresh ref of every base name no one holds
+	// keeps it.
+	for _, r := range fresh {
 		base := ToolName(r.Server, r.Tool)
-		if _, ok := taken[base]; ok {
+		if _, ok := c.byName[base]; ok {
 			losers = append(losers, r)
 			continue
 		}
-		taken[base] = r
+		c.hold(r, base)
 		names[r] = base
 	}
 	// Second pass: the others get hash-suffixed names, in (server, tool)
-	// order, skipping any name already in use.
+	// order, skipping any name already held.
 	for _, r := range losers {
-		base := ToolName(r.Server, r.Tool)
 		readable := readableName(r.Server, r.Tool)
 		var name string
 		for salt := 0; ; salt++ {
 			name = withHashSuffix(readable, pairHash(r.Server, r.Tool, salt))
-			if _, ok := taken[name]; !ok {
+			if _, ok := c.byName[name]; !ok {
 				break
 			}
 		}
-		taken[name] = r
+		c.hold(r, name)
 		names[r] = name
-		collisions = append(collisions, Collision{Name: base, Kept: taken[base], Ref: r, Assigned: name})
 	}
-	slices.SortFunc(collisions, func(a, b Collision) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), compareRefs(a.Ref, b.Ref))
-	})
-	return names, collisions
+	return names
+}
+
+func (c *NameClaims) hold(r ToolRef, name string) {
+	c.byName[name] = r
+	if name != ToolName(r.Server, r.Tool) {
+		c.byRef[r] = name
+	}
+}
+
+// Name returns the name ref holds.
+func (c *NameClaims) Name(ref ToolRef) (string, bool) {
+	if n, ok := c.byRef[ref]; ok {
+		return n, true
+	}
+	n := ToolName(ref.Server, ref.Tool)
+	if holder, ok := c.byName[n]; ok && holder == ref {
+		return n, true
+	}
+	return "", false
+}
+
+// Holder returns the ref that holds name.
+func (c *NameClaims) Holder(name string) (ToolRef, bool) {
+	r, ok := c.byName[name]
+	return r, ok
+}
+
+// Len returns the number of names held.
+func (c *NameClaims) Len() int { return len(c.byName) }
+
+// Collision reports whether ref holds a name other than its [ToolName],
+// because another ref held that name first (or took it in the same
+// claim), and describes it.
+func (c *NameClaims) Collision(ref ToolRef) (Collision, bool) {
+	name, ok := c.byRef[ref]
+	if !ok {
+		return Collision{}, false
+	}
+	base := ToolName(ref.Server, ref.Tool)
+	return Collision{Name: base, Kept: c.byName[base], Ref: ref, Assigned: name}, true
+}
+
+// Forget drops the names of the refs keep reports false for: they may be
+// given to other refs from now on.
+func (c *NameClaims) Forget(keep func(ToolRef) bool) {
+	c.own()
+	for n, r := range c.byName {
+		if !keep(r) {
+			delete(c.byName, n)
+			delete(c.byRef, r)
+		}
+	}
+}
+
+// Clone returns an independent copy of c. The copies share their names
+// until one of them changes, so a clone costs nothing up front.
+func (c *NameClaims) Clone() NameClaims {
+	c.shared = c.byName != nil
+	return NameClaims{byRef: c.byRef, byName: c.byName, shared: c.shared}
 }

@@ -3,12 +3,15 @@ package projector
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcplife/mcplife/events"
 )
 
 // wantHash is the suffix hash computed independently of the code under test.
@@ -204,5 +207,199 @@ func checkUnique(t *testing.T, names map[ToolRef]string) {
 			t.Errorf("%v and %v share %q", prev, r, n)
 		}
 		seen[n] = r
+	}
+}
+
+// TestToolViewNamesKeepTheirTool folds event sequences and checks what
+// each exposed name means at the end: a name the session gave out keeps
+// meaning its tool, however later servers' names sort, while its server is
+// away and after it is back; a newcomer that collides gets the suffix.
+func TestToolViewNamesKeepTheirTool(t *testing.T) {
+	connect := func(server string) []events.Event {
+		return []events.Event{&events.ConnectStarted{Server: server, Attempt: 1}, &events.ServerConnected{Server: server}}
+	}
+	list := func(server string, tools ...string) events.Event {
+		ds := make([]events.ToolDef, len(tools))
+		for i, n := range tools {
+			ds[i] = events.ToolDef{Name: n}
+		}
+		return listed(server, ds)
+	}
+	seq := func(parts ...any) []events.Event {
+		var out []events.Event
+		for _, p := range parts {
+			switch p := p.(type) {
+			case events.Event:
+				out = append(out, p)
+			case []events.Event:
+				out = append(out, p...)
+			}
+		}
+		return out
+	}
+	mine, newcomer := ToolRef{"my_server", "echo"}, ToolRef{"My", "server_echo"}
+	suffixed := "mcp_my_server_echo_" + wantHash("My", "server_echo")
+	mineSuffixed := "mcp_my_server_echo_" + wantHash("my_server", "echo")
+	tests := []struct {
+		name   string
+		events []events.Event
+		want   map[string]ToolRef // name → tool; a zero ToolRef: the name means nothing now
+	}{
+		{
+			name:   "the first to list keeps the name",
+			events: seq(connect("my_server"), list("my_server", "echo"), connect("My"), list("My", "other"), list("My", "other", "server_echo")),
+			want:   map[string]ToolRef{"mcp_my_server_echo": mine, suffixed: newcomer, "mcp_my_other": {"My", "other"}},
+		},
+		{
+			name:   "with no earlier claim the set decides",
+			events: seq(connect("My"), list("My", "server_echo"), connect("my_server"), list("my_server", "echo")),
+			want:   map[string]ToolRef{"mcp_my_server_echo": newcomer, mineSuffixed: mine},
+		},
+		{
+			name:   "one list with colliding tools: the smallest keeps it",
+			events: seq(connect("s"), list("s", "foo_bar", "Foo-Bar")),
+			want:   map[string]ToolRef{"mcp_s_foo_bar": {"s", "Foo-Bar"}, "mcp_s_foo_bar_" + wantHash("s", "foo_bar"): {"s", "foo_bar"}},
+		},
+		{
+			name: "while its server is disconnected the name means nothing",
+			events: seq(connect("my_server"), list("my_server", "echo"),
+				&events.Disconnected{Server: "my_server", Reason: events.ReasonRequested},
+				connect("My"), list("My", "server_echo")),
+			want: map[string]ToolRef{"mcp_my_server_echo": {}, suffixed: newcomer},
+		},
+		{
+			name: "after its server came back",
+			events: seq(connect("my_server"), list("my_server", "echo"),
+				&events.Disconnected{Server: "my_server", Reason: events.ReasonRequested},
+				connect("My"), list("My", "server_echo"),
+				connect("my_server"), list("my_server", "echo")),
+			want: map[string]ToolRef{"mcp_my_server_echo": mine, suffixed: newcomer},
+		},
+		{
+			name: "while its server reconnects",
+			events: seq(connect("my_server"), list("my_server", "echo"),
+				&events.Disconnected{Server: "my_server", Reason: events.ReasonProcessExited, Reconnecting: true},
+				connect("My"), list("My", "server_echo")),
+			want: map[string]ToolRef{"mcp_my_server_echo": mine, suffixed: newcomer},
+		},
+		{
+			name: "after the server stopped listing the tool",
+			events: seq(connect("my_server"), list("my_server", "echo"), list("my_server", "other"),
+				connect("My"), list("My", "server_echo"), list("my_server", "other", "echo")),
+			want: map[string]ToolRef{"mcp_my_server_echo": mine, suffixed: newcomer},
+		},
+		{
+			name: "served from the cache counts as exposed",
+			events: seq(&events.ConnectStarted{Server: "my_server", Attempt: 1},
+				&events.CachedToolsServed{Server: "my_server", Tools: []events.ToolDef{{Name: "echo"}}},
+				connect("My"), list("My", "server_echo"),
+				&events.ServerConnected{Server: "my_server"}, list("my_server", "echo")),
+			want: map[string]ToolRef{"mcp_my_server_echo": mine, suffixed: newcomer},
+		},
+		{
+			name: "hidden by a filter, then shown again",
+			events: seq(connect("my_server"), list("my_server", "echo"),
+				discovered("my_server", events.ServerConfig{Command: "x", DisabledTools: []string{"echo"}}),
+				connect("My"), list("My", "server_echo"),
+				discovered("my_server", events.ServerConfig{Command: "x"})),
+			want: map[string]ToolRef{"mcp_my_server_echo": mine, suffixed: newcomer},
+		},
+		{
+			name: "a newcomer's suffixed name is taken too",
+			events: seq(connect("my_server"), list("my_server", "echo"), connect("My"), list("My", "server_echo"),
+				connect("x"), list("x", "y"), connect("my"), list("my", "server_echo_"+wantHash("My", "server_echo"))),
+			want: map[string]ToolRef{suffixed: newcomer,
+				suffixed + "_" + wantHash("my", "server_echo_"+wantHash("My", "server_echo")): {"my", "server_echo_" + wantHash("My", "server_echo")}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRecorder("s1", 0)
+			live := NewToolView("s1")
+			for _, ev := range tt.events {
+				live.Apply(r.add(ev))
+				live.Tools() // a live session looks at its tools after every change
+			}
+			replay := NewToolView("s1")
+			for _, env := range r.envs {
+				replay.Apply(env)
+			}
+			for _, v := range []*ToolView{live, replay} {
+				for name, want := range tt.want {
+					got, ok := v.Resolve(name)
+					if want == (ToolRef{}) {
+						if ok {
+							t.Errorf("%s means %v, want nothing", name, got)
+						}
+						continue
+					}
+					if !ok || got != want {
+						t.Errorf("%s means %v (%v), want %v", name, got, ok, want)
+					}
+				}
+				checkUnique(t, toolNameMap(v.Tools()))
+			}
+			if diff := cmp.Diff(replay.Tools(), live.Tools()); diff != "" {
+				t.Errorf("replay differs from live (-replay +live):\n%s", diff)
+			}
+		})
+	}
+}
+
+func toolNameMap(tools []Tool) map[ToolRef]string {
+	out := make(map[ToolRef]string, len(tools))
+	for _, t := range tools {
+		out[ToolRef{t.Server, t.Original}] = t.Name
+	}
+	return out
+}
+
+// TestNameClaimsForget checks that a view that gave out very many names
+// forgets those of tools it no longer exposes, and keeps the others.
+func TestNameClaimsForget(t *testing.T) {
+	v := NewToolView("s1")
+	v.applyEvent(t0, &events.ConnectStarted{Server: "s", Attempt: 1})
+	v.applyEvent(t0, &events.ServerConnected{Server: "s"})
+	keep := events.ToolDef{Name: "keep"}
+	v.applyEvent(t0, &events.ToolsListed{Server: "s", Tools: []events.ToolDef{keep}})
+	for round := range 3 {
+		ds := make([]events.ToolDef, MaxNameClaims/2, MaxNameClaims/2+1)
+		for i := range ds {
+			ds[i] = events.ToolDef{Name: fmt.Sprintf("r%d_%d", round, i)}
+		}
+		v.applyEvent(t0, &events.ToolsListed{Server: "s", Tools: append(ds, keep)})
+	}
+	if n, most := v.names.Len(), MaxNameClaims+MaxNameClaims/2+1; n > most {
+		t.Errorf("%d names held, more than %d", n, most)
+	}
+	if ref, ok := v.Resolve("mcp_s_keep"); !ok || ref != (ToolRef{"s", "keep"}) {
+		t.Errorf("mcp_s_keep = %v, %v", ref, ok)
+	}
+	if ref, ok := v.Resolve("mcp_s_r2_0"); !ok || ref != (ToolRef{"s", "r2_0"}) {
+		t.Errorf("mcp_s_r2_0 = %v, %v", ref, ok)
+	}
+}
+
+// TestNameClaimsClone: a clone shares the names given so far, and a name
+// given by one copy afterwards is not in the other.
+func TestNameClaimsClone(t *testing.T) {
+	var a NameClaims
+	a.Claim([]ToolRef{{"s", "x"}})
+	b := a.Clone()
+	a.Claim([]ToolRef{{"s", "y"}, {"S", "x"}})
+	b.Claim([]ToolRef{{"S", "x"}, {"s", "z"}})
+	for _, c := range []struct {
+		c    *NameClaims
+		ref  ToolRef
+		want string
+	}{
+		{&a, ToolRef{"s", "x"}, "mcp_s_x"}, {&b, ToolRef{"s", "x"}, "mcp_s_x"},
+		{&a, ToolRef{"s", "y"}, "mcp_s_y"}, {&b, ToolRef{"s", "y"}, ""},
+		{&a, ToolRef{"S", "x"}, "mcp_s_x_" + wantHash("S", "x")}, {&b, ToolRef{"S", "x"}, "mcp_s_x_" + wantHash("S", "x")},
+		{&a, ToolRef{"s", "z"}, ""}, {&b, ToolRef{"s", "z"}, "mcp_s_z"},
+	} {
+		if got, _ := c.c.Name(c.ref); got != c.want {
+			t.Errorf("%p: %v named %q, want %q", c.c, c.ref, got, c.want)
+		}
 	}
 }

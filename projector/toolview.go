@@ -149,10 +149,14 @@ type ToolView struct {
 	// (ToolsActivated), by server and original name.
 	loaded map[ToolRef]bool
 
+	// names holds every exposed name the session gave out, claimed when
+	// a tool is first exposed (see [ToolView.Tools]); a lean view names
+	// nothing.
+	names NameClaims
+
 	// Cache of Tools(), rebuilt when toolsValid is false.
 	toolsValid bool
 	tools      []Tool
-	byName     map[string]ToolRef
 	collisions []Collision
 }
 
@@ -471,13 +475,52 @@ func (v *ToolView) setTools(s *serverEntry, tools []events.ToolDef, deferred boo
 	v.expose(s)
 }
 
-// expose recomputes s's exposed tools from its raw list and filters.
+// expose recomputes s's exposed tools from its raw list and filters, and
+// names the tools exposed for the first time.
 func (v *ToolView) expose(s *serverEntry) {
 	v.visible -= len(s.state.Tools)
 	s.state.Tools, s.state.Hidden = filterTools(s.raw, s.state.Config.EnabledTools, s.state.Config.DisabledTools)
 	v.visible += len(s.state.Tools)
 	v.changed = true
 	v.toolsValid = false
+	if !v.lean {
+		v.claimNames(s)
+	}
+}
+
+// MaxNameClaims bounds the names a session's view keeps for tools that
+// are no longer exposed. A session that gave out more names than this
+// (and more than twice the tools it exposes) forgets the names of the
+// tools it no longer exposes, which may then go to other tools; the names
+// of exposed tools are always kept.
+const MaxNameClaims = 100_000
+
+// claimNames gives the exposed tools of s that have no name yet theirs:
+// a name, once given, keeps meaning its tool for the rest of the session,
+// so a server that lists a colliding tool later gets the hash-suffixed
+// name, however the servers' names sort. Because it runs as the events
+// are folded, a replay gives every tool the name it had live.
+func (v *ToolView) claimNames(s *serverEntry) {
+	var fresh []ToolRef
+	for _, t := range s.state.Tools {
+		ref := ToolRef{Server: s.state.Name, Tool: t.Name}
+		if _, ok := v.names.Name(ref); !ok {
+			fresh = append(fresh, ref)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	v.names.Claim(fresh)
+	if n := v.names.Len(); n > MaxNameClaims && n > 2*v.visible {
+		exposed := make(map[ToolRef]bool, v.visible)
+		for _, s := range v.servers {
+			for _, t := range s.state.Tools {
+				exposed[ToolRef{Server: s.state.Name, Tool: t.Name}] = true
+			}
+		}
+		v.names.Forget(func(r ToolRef) bool { return exposed[r] })
+	}
 }
 
 func toolDefEqual(a, b events.ToolDef) bool {
@@ -553,9 +596,17 @@ func (v *ToolView) DiscoveryErrors() []events.DiscoveryFailed {
 func (v *ToolView) ToolCount() int { return v.visible }
 
 // Tools returns the exposed tools of every server, sorted by exposed name
-// (byte order), named by [AssignNames] over all of them. The sorted list is
-// cached until the next change, so calling Tools without changes costs one
-// copy.
+// (byte order).
+//
+// A tool's name is given when it is first exposed (listed live or served
+// from the cache) and kept for the rest of the session ([NameClaims]):
+// while its server reconnects, after it disconnected and when it comes
+// back, the name means that tool and no other. Tools exposed by one event
+// are named as one set by the rule of [AssignNames], with every name
+// given out earlier counted as taken; so a newcomer whose [ToolName] is
+// taken gets the hash-suffixed name. With no earlier claim, the same pair
+// gets the same name in every session. The sorted list is cached until
+// the next change, so calling Tools without changes costs one copy.
 func (v *ToolView) Tools() []Tool {
 	v.buildTools()
 	return slices.Clone(v.tools)
@@ -593,39 +644,44 @@ func (v *ToolView) LoadedTools() []Tool {
 	return out
 }
 
-// Collisions returns the name collisions resolved for the current tools.
+// Collisions returns the name collisions of the current tools: each
+// exposed tool whose name is not its [ToolName], because another tool
+// held that name first; Kept is that tool (even when it is not exposed
+// now). Sorted by (Name, Ref).
 func (v *ToolView) Collisions() []Collision {
 	v.buildTools()
 	return slices.Clone(v.collisions)
 }
 
 // Resolve maps an exposed tool name back to its server and original tool
-// name.
+// name (a binary search of the tools, which are sorted by name).
 func (v *ToolView) Resolve(name string) (ToolRef, bool) {
 	v.buildTools()
-	r, ok := v.byName[name]
-	return r, ok
+	i, ok := slices.BinarySearchFunc(v.tools, name, func(t Tool, name string) int { return strings.Compare(t.Name, name) })
+	if !ok {
+		return ToolRef{}, false
+	}
+	return ToolRef{Server: v.tools[i].Server, Tool: v.tools[i].Original}, true
 }
 
 // buildTools rebuilds the cached tool list when a change invalidated it.
+// Every exposed tool was named when it was exposed (claimNames).
 func (v *ToolView) buildTools() {
 	if v.toolsValid {
 		return
 	}
-	refs := make([]ToolRef, 0, v.visible)
-	for _, s := range v.servers {
-		for _, t := range s.state.Tools {
-			refs = append(refs, ToolRef{Server: s.state.Name, Tool: t.Name})
-		}
-	}
-	names, collisions := AssignNames(refs)
-	tools := make([]Tool, 0, len(refs))
-	byName := make(map[string]ToolRef, len(refs))
+	tools := make([]Tool, 0, v.visible)
+	var collisions []Collision
 	for _, s := range v.servers {
 		for _, t := range s.state.Tools {
 			ref := ToolRef{Server: s.state.Name, Tool: t.Name}
-			name := names[ref]
-			byName[name] = ref
+			name, ok := v.names.Name(ref)
+			if !ok {
+				name = ToolName(ref.Server, ref.Tool) // a lean view names nothing
+			}
+			if c, ok := v.names.Collision(ref); ok {
+				collisions = append(collisions, c)
+			}
 			tools = append(tools, Tool{
 				Name:     name,
 				Server:   s.state.Name,
@@ -637,7 +693,8 @@ func (v *ToolView) buildTools() {
 		}
 	}
 	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	v.tools, v.byName, v.collisions = tools, byName, collisions
+	sortCollisions(collisions)
+	v.tools, v.collisions = tools, collisions
 	v.toolsValid = true
 }
 
@@ -653,6 +710,7 @@ func (v *ToolView) Clone() *ToolView {
 	}
 	c.discovery = slices.Clone(v.discovery)
 	c.loaded = maps.Clone(v.loaded)
+	c.names = v.names.Clone()
 	// The cached tool list is never modified in place, only replaced, so
 	// the copy may share it.
 	return &c

@@ -86,11 +86,11 @@ func (e Exposure) Exposed(name string) bool { return !e.Applied || e.exposed[nam
 // gives the exposure the session had at that point. view is not modified
 // beyond its caches (see [projector.ToolView]).
 func Expose(view *projector.ToolView, budget int) Exposure {
-	return expose(view, budget, EstimateTool)
+	return expose(view, view.Tools(), budget, EstimateTool)
 }
 
-func expose(view *projector.ToolView, budget int, cost func(projector.Tool) int) Exposure {
-	tools := view.Tools()
+// expose is Expose with view's tools at hand.
+func expose(view *projector.ToolView, tools []projector.Tool, budget int, cost func(projector.Tool) int) Exposure {
 	e := Exposure{Budget: budget, Total: len(tools)}
 	costs := make([]int, len(tools))
 	for i, t := range tools {
@@ -154,12 +154,13 @@ func newBudget(tokens int) *budget {
 func (b *budget) update(view *projector.ToolView) Exposure {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	tools := view.Tools() // one copy for the index and the exposure
 	if view.LastSeq() >= b.seq {
-		b.idx.Sync(view.Tools())
+		b.idx.Sync(tools)
 		b.seq = view.LastSeq()
 	}
 	next := make(map[string]toolCost, len(b.costs))
-	e := expose(view, b.tokens, func(t projector.Tool) int {
+	e := expose(view, tools, b.tokens, func(t projector.Tool) int {
 		def := exposedDef(t)
 		if c, ok := b.costs[t.Name]; ok && c.desc == def.Description && bytes.Equal(c.schema, def.InputSchema) {
 			next[t.Name] = c

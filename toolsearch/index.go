@@ -58,13 +58,17 @@ type Index struct {
 	lenSum  [numFields]int // summed field lengths of live documents
 }
 
-// slot holds one document, or nothing when it is free.
+// slot holds one document, or nothing when it is free. The document is
+// its server's tool at pos, kept once, in the server's list.
 type slot struct {
-	tool   projector.Tool
 	lens   [numFields]uint16
 	gen    uint32      // postings of an earlier document in this slot carry an older generation
+	pos    int32       // the tool's position in server.tools
 	server *serverDocs // nil when free
 }
+
+// tool returns the slot's document.
+func (sl *slot) tool() projector.Tool { return sl.server.tools[sl.pos] }
 
 // serverDocs is what the index keeps of one server.
 type serverDocs struct {
@@ -120,9 +124,22 @@ func (x *Index) RemoveServer(server string) {
 // [projector.ToolView.Tools]: servers that are gone are removed, and only
 // servers whose tools changed (names or definitions) are analysed again.
 func (x *Index) Sync(tools []projector.Tool) {
+	// Each server's tools, as a part of tools (which are usually grouped
+	// by server already) or, when they are spread out, as a copy.
 	byServer := map[string][]projector.Tool{}
-	for _, t := range tools {
-		byServer[t.Server] = append(byServer[t.Server], t)
+	start := 0
+	for i := range tools {
+		if i+1 == len(tools) || tools[i+1].Server != tools[start].Server {
+			name := tools[start].Server
+			if prev, ok := byServer[name]; ok {
+				// prev's capacity ends with it: this copies, and
+				// later appends grow the copy.
+				byServer[name] = append(prev, tools[start:i+1]...)
+			} else {
+				byServer[name] = tools[start : i+1 : i+1]
+			}
+			start = i + 1
+		}
 	}
 	x.mu.RLock()
 	var gone, changed []string
@@ -218,7 +235,7 @@ func (x *Index) replace(server string, a *analysed) {
 			x.slots = append(x.slots, slot{})
 		}
 		sl := &x.slots[id]
-		sl.tool = a.tools[i]
+		sl.pos = int32(i)
 		sl.lens = a.lens[i]
 		sl.server = sd
 		for f := range numFields {
@@ -428,7 +445,7 @@ func (x *Index) Search(query string, opts SearchOptions) []Result {
 			score *= math.Pow(float64(covered)/float64(nwords), coverageExponent)
 		}
 		if score > 0 {
-			top = insertTop(top, Result{Tool: x.slots[id].tool, Score: score}, limit)
+			top = insertTop(top, Result{Tool: x.slots[id].tool(), Score: score}, limit)
 		}
 	}
 	if len(top) == 0 {

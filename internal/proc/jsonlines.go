@@ -23,6 +23,10 @@ import (
 //     JSON-RPC error response with the same id, naming the limit and the
 //     server, is passed on in its place, so that one call fails and the
 //     connection stays up.
+//   - A message that nests objects and arrays deeper than the go-sdk
+//     decodes (1000 levels) is discarded the same way: a response is
+//     answered in its place with an error saying it was nested too deep,
+//     so its request fails at once instead of waiting out its timeout.
 //
 // It holds at most one line of up to limit bytes. It is used by one
 // goroutine, the connection's reader.
@@ -42,6 +46,7 @@ type JSONLines struct {
 
 	skipped   int // lines that were not JSON-RPC
 	oversized int // lines longer than limit
+	deep      int // messages nested too deep
 }
 
 // NewJSONLines returns the filter of r, the stdout of the stdio server
@@ -134,7 +139,12 @@ func (f *JSONLines) take(line []byte) {
 	if len(msg) == 0 {
 		return // blank lines are not worth a note
 	}
-	if !isJSONRPC(msg) {
+	ok, tooDeep := checkJSONRPC(msg)
+	if tooDeep {
+		f.discardDeep(msg)
+		return
+	}
+	if !ok {
 		f.skipped++
 		f.log.Debug("MCP server wrote a stdout line that is not JSON-RPC; skipped", "lines", f.skipped)
 		f.note(fmt.Sprintf("skipped non-JSON-RPC stdout line %d: %s", f.skipped, excerpt(msg, 200)))
@@ -183,15 +193,35 @@ func (f *JSONLines) endOversized() {
 	}
 	f.log.Warn("MCP server sent a stdout line over the message size limit; discarded", "bytes", big.size, "limit", f.limit)
 	f.note(fmt.Sprintf("discarded a stdout %s of %d bytes, over the %s limit", what, big.size, sizeText(f.limit)))
-	id, ok := big.responseID()
+	f.answer(big, fmt.Sprintf("MCP server %q sent a %s of %d bytes, over the %s limit on one message (manager Options.MaxMessageSize); it was discarded",
+		f.server, what, big.size, sizeText(f.limit)))
+}
+
+// discardDeep discards msg, a message nested deeper than the go-sdk
+// decodes: when it answered a request, the request gets an error in its
+// place.
+func (f *JSONLines) discardDeep(msg []byte) {
+	f.deep++
+	var top topLevelScan
+	top.feed(msg)
+	what := "message"
+	if top.hasResult {
+		what = "result"
+	}
+	f.log.Warn("MCP server sent a stdout message nested too deep; discarded", "bytes", len(msg), "maxDepth", maxJSONDepth)
+	f.note(fmt.Sprintf("discarded a stdout %s of %d bytes nested more than %d levels deep", what, len(msg), maxJSONDepth))
+	f.answer(&top, fmt.Sprintf("MCP server %q sent a %s nested too deep (more than %d levels of objects and arrays); it was discarded",
+		f.server, what, maxJSONDepth))
+}
+
+// answer passes on an error response with message in place of the
+// discarded message top scanned, when that was a response to a request.
+func (f *JSONLines) answer(top *topLevelScan, message string) {
+	id, ok := top.responseID()
 	if !ok {
 		return
 	}
-	resp, err := json.Marshal(errorResponse{Version: "2.0", ID: id, Error: responseError{
-		Code: codeInternalError,
-		Message: fmt.Sprintf("MCP server %q sent a %s of %d bytes, over the %s limit on one message (manager Options.MaxMessageSize); it was discarded",
-			f.server, what, big.size, sizeText(f.limit)),
-	}})
+	resp, err := json.Marshal(errorResponse{Version: "2.0", ID: id, Error: responseError{Code: codeInternalError, Message: message}})
 	if err != nil {
 		return // a valid id and a string cannot fail to marshal
 	}

@@ -148,6 +148,64 @@ func TestJSONLinesAnswersOversizedResponses(t *testing.T) {
 	}
 }
 
+// TestJSONLinesAnswersTooDeepResponses: a message nested deeper than the
+// go-sdk decodes is discarded; a response among them is replaced by an
+// error response with its id that says it was nested too deep, so its
+// request fails at once; the lines around pass.
+func TestJSONLinesAnswersTooDeepResponses(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat(`{"x":`, n) + `"y"` + strings.Repeat("}", n) }
+	ok := `{"jsonrpc":"2.0","id":9,"result":{"a":` + deep(990) + `}}`
+	first := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":` + deep(1200) + `}]}}`
+	in := strings.Join([]string{
+		first,
+		ok,
+		`{"jsonrpc":"2.0","result":{"content":` + deep(20000) + `},"id":"after"}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":` + deep(1500) + `}`,
+		`{"jsonrpc":"2.0","id":6,"error":{"code":1,"message":"m","data":` + deep(1500) + `}}`,
+		`[{"jsonrpc":"2.0","id":7,"result":` + deep(1500) + `}]`,
+		ok,
+	}, "\n") + "\n"
+	for name, r := range readers(in) {
+		t.Run(name, func(t *testing.T) {
+			stderr := NewRing(stderrLimit)
+			f := NewJSONLines(r(), "deep", defaultLimit, stderr, slog.New(slog.DiscardHandler))
+			got, err := io.ReadAll(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, line := range strings.Split(strings.TrimSuffix(string(got), "\n"), "\n") {
+				if line == ok {
+					ids = append(ids, "9:ok")
+					continue
+				}
+				var m struct {
+					ID    json.RawMessage
+					Error *struct {
+						Code    int
+						Message string
+					}
+				}
+				if err := json.Unmarshal([]byte(line), &m); err != nil || m.Error == nil {
+					t.Fatalf("line %.200q: %v", line, err)
+				}
+				ids = append(ids, string(m.ID)+":error")
+				if m.Error.Code != codeInternalError {
+					t.Errorf("code %d", m.Error.Code)
+				}
+				contains(t, "error message", m.Error.Message, `MCP server "deep" sent a`)
+				contains(t, "error message", m.Error.Message, "nested too deep (more than 1000 levels of objects and arrays)")
+			}
+			equal(t, "answers", ids, []string{`1:error`, `9:ok`, `"after":error`, `6:error`, `9:ok`})
+			if f.skipped != 0 {
+				t.Errorf("%d lines skipped as not JSON-RPC, want none: too deep is another reason", f.skipped)
+			}
+			contains(t, "stderr", string(stderr.Bytes()),
+				fmt.Sprintf("[mcplife: discarded a stdout result of %d bytes nested more than 1000 levels deep]\n", len(first)))
+		})
+	}
+}
+
 // TestJSONLinesLimit: a message of exactly limit bytes passes (its line
 // end does not count); one byte more does not.
 func TestJSONLinesLimit(t *testing.T) {

@@ -21,9 +21,16 @@ import (
 // fails to decode would end the connection. Member names are matched as
 // written (escaped names do not count).
 func isJSONRPC(line []byte) bool {
+	ok, _ := checkJSONRPC(line)
+	return ok
+}
+
+// checkJSONRPC is [isJSONRPC], and also reports, when line is not a
+// message, whether that is because it nests objects and arrays deeper
+// than [maxJSONDepth] (what follows the too-deep part is not checked).
+func checkJSONRPC(line []byte) (ok, tooDeep bool) {
 	s := jsonScanner{b: line}
 	s.space()
-	var ok bool
 	switch s.peek() {
 	case '{':
 		ok = s.message()
@@ -31,7 +38,10 @@ func isJSONRPC(line []byte) bool {
 		ok = s.batch()
 	}
 	s.space()
-	return ok && s.i == len(s.b)
+	if s.tooDeep {
+		return false, true
+	}
+	return ok && s.i == len(s.b), false
 }
 
 // maxJSONDepth is the deepest nesting of objects and arrays the go-sdk
@@ -42,9 +52,20 @@ const maxJSONDepth = 1000
 // consumes one element and reports whether it was valid; after false, i is
 // meaningless.
 type jsonScanner struct {
-	b     []byte
-	i     int
-	depth int // of the innermost open object or array
+	b       []byte
+	i       int
+	depth   int  // of the innermost open object or array
+	tooDeep bool // a value nested deeper than maxJSONDepth ended the scan
+}
+
+// enter opens an object or array, and reports false (noting why) when it
+// is nested deeper than maxJSONDepth.
+func (s *jsonScanner) enter() bool {
+	if s.depth++; s.depth > maxJSONDepth {
+		s.tooDeep = true
+		return false
+	}
+	return true
 }
 
 func (s *jsonScanner) peek() byte {
@@ -154,7 +175,7 @@ func (s *jsonScanner) errorValue() bool {
 	default:
 		return false
 	}
-	if s.depth++; s.depth > maxJSONDepth {
+	if !s.enter() {
 		return false
 	}
 	s.i++
@@ -241,7 +262,7 @@ func (s *jsonScanner) value() bool {
 }
 
 func (s *jsonScanner) container(open byte) bool {
-	if s.depth++; s.depth > maxJSONDepth {
+	if !s.enter() {
 		return false
 	}
 	ok := s.members(open)
