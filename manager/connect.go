@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -469,7 +470,7 @@ func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err err
 	if errors.Is(err, ErrTimeout) {
 		if p != nil {
 			if tail := p.StderrTail(); tail != "" {
-				err = &scrubbedError{msg: err.Error() + "; stderr: " + res.scrubText(tailOf(tail, errStderrLimit)), cause: err}
+				err = &scrubbedError{msg: err.Error() + "; stderr: " + stderrExcerpt(res, tail), cause: err}
 			}
 		}
 		return &ServerError{Server: s.name, Op: OpConnect, Err: err}
@@ -480,7 +481,7 @@ func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err err
 			msg += fmt.Sprintf(" (process exited with status %d)", *st)
 		}
 		if tail := p.StderrTail(); tail != "" {
-			msg += "; stderr: " + res.scrubText(tailOf(tail, errStderrLimit))
+			msg += "; stderr: " + stderrExcerpt(res, tail)
 		}
 	}
 	return &ServerError{Server: s.name, Op: OpConnect, Err: &scrubbedError{msg: msg, cause: err}}
@@ -489,12 +490,25 @@ func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err err
 // errStderrLimit is how much of a server's stderr an error message quotes.
 const errStderrLimit = 4 << 10
 
-// tailOf returns the last n bytes of s.
+// stderrExcerpt returns the end of a server's kept stderr that an error
+// quotes: the whole text is scrubbed of res's secrets first and cut to its
+// last errStderrLimit bytes after, so a secret that the cut would split is
+// redacted whole rather than quoted from its middle on.
+func stderrExcerpt(res resolved, stderr string) string {
+	return tailOf(res.scrubText(stderr), errStderrLimit)
+}
+
+// tailOf returns the last n bytes of s, "…" first when it cut, without
+// splitting a UTF-8 sequence.
 func tailOf(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return "…" + s[len(s)-n:]
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "…" + s[i:]
 }
 
 // listTools runs tools/list following nextCursor, bounded by the server's

@@ -82,7 +82,7 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 		}
 		if tail := lc.proc.StderrTail(); tail != "" {
 			b.WriteString("; stderr: ")
-			b.WriteString(lc.res.scrubText(tailOf(tail, errStderrLimit)))
+			b.WriteString(stderrExcerpt(lc.res, tail))
 		}
 		d.Error = b.String()
 	} else if d.Error == "" {
