@@ -293,6 +293,7 @@ func (m *Manager) run(s *server) {
 			connected.Capabilities, _ = json.Marshal(init.Capabilities)
 		}
 	}
+	lc.res.scrubConnected(connected)
 	if lc.proc != nil {
 		id := lc.proc.Identity()
 		connected.Pid, connected.Pgid, connected.StartTime = id.Pid, id.Pgid, id.StartTime
@@ -337,7 +338,7 @@ func (m *Manager) run(s *server) {
 		case late:
 			cause = events.CauseLate
 		}
-		listed := m.listed(s, defs, m.now().Sub(listStart), cause)
+		listed := m.listed(s, lc, defs, m.now().Sub(listStart), cause)
 		last = listed.ToolsHash
 		m.emitDeferred("", listed)
 	}
@@ -416,7 +417,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(lc.relist) },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { signal(lc.resourcesChanged) },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { signal(lc.promptsChanged) },
-		ResourceUpdatedHandler:      m.resourceUpdated(s),
+		ResourceUpdatedHandler:      m.resourceUpdated(s, lc),
 	}
 	// A capability is advertised only when the host answers it.
 	if m.opts.Elicit != nil {
@@ -535,11 +536,14 @@ func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]eve
 	return defs, nil
 }
 
-// listed builds the ToolsListed event of a finished list.
-func (m *Manager) listed(s *server, defs []events.ToolDef, d time.Duration, cause events.ListCause) *events.ToolsListed {
-	if defs == nil {
-		defs = []events.ToolDef{}
-	}
+// listed builds the ToolsListed event of a finished list on lc: the
+// definitions are scrubbed of the connection's secrets for the record, and
+// lc keeps the server's own name of each tool whose recorded name changed.
+func (m *Manager) listed(s *server, lc *liveConn, defs []events.ToolDef, d time.Duration, cause events.ListCause) *events.ToolsListed {
+	defs, live := lc.res.scrubTools(defs)
+	m.mu.Lock()
+	lc.names.tools = live
+	m.mu.Unlock()
 	return &events.ToolsListed{
 		Server: s.name, ConfigHash: s.hash, Tools: defs, ToolsHash: events.HashTools(defs),
 		Count: len(defs), Duration: d, Cause: cause,

@@ -75,6 +75,9 @@ type liveConn struct {
 	// logsPerRequest: the log level goes in each request's _meta instead.
 	logs                     logLimiter
 	setLevel, logsPerRequest bool
+	// names maps recorded (scrubbed) tool names, resource URIs and prompt
+	// names back to the server's own (m.mu).
+	names liveNames
 }
 
 // closeIdle closes the keep-alive connections of an HTTP server's pool.

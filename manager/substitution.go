@@ -73,6 +73,9 @@ type resolved struct {
 	// every credential-like value of the inherited environment inside a
 	// text with [events.Redacted].
 	scrub *strings.Replacer
+	// lists replaces the secrets that are looked for in server-supplied
+	// texts (see listSecret), in their plain and JSON-escaped forms.
+	lists *strings.Replacer
 }
 
 // minSecretLen is the shortest value scrubbed from error texts; shorter
@@ -138,6 +141,7 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 		}
 	}
 	res.scrub = newScrubber(secrets)
+	res.lists = newListScrubber(secrets)
 	return res
 }
 

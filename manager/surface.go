@@ -109,6 +109,10 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 			Description: r.Description, MIMEType: r.MIMEType, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
 	}
 	ev.Count, ev.Duration = len(ev.Resources), m.now().Sub(begin)
+	live := lc.res.scrubResources(ev)
+	m.mu.Lock()
+	lc.names.resources = live
+	m.mu.Unlock()
 	ev.Hash = events.HashList([]any{ev.Resources, ev.Templates})
 	if ev.Hash != last && s.ctx.Err() == nil {
 		m.emitSurface(s, lc, ev)
@@ -135,6 +139,10 @@ func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, l
 		ev.Prompts = append(ev.Prompts, d)
 	}
 	ev.Count, ev.Duration = len(ev.Prompts), m.now().Sub(begin)
+	live := lc.res.scrubPrompts(ev)
+	m.mu.Lock()
+	lc.names.prompts = live
+	m.mu.Unlock()
 	ev.Hash = events.HashList(ev.Prompts)
 	if ev.Hash != last && s.ctx.Err() == nil {
 		m.emitSurface(s, lc, ev)
@@ -170,12 +178,12 @@ func rawList[T any](v []T) json.RawMessage {
 
 // resourceUpdated records a server's notifications/resources/updated and
 // tells the host (Options.OnResourceUpdated).
-func (m *Manager) resourceUpdated(s *server) func(context.Context, *mcp.ResourceUpdatedNotificationRequest) {
+func (m *Manager) resourceUpdated(s *server, lc *liveConn) func(context.Context, *mcp.ResourceUpdatedNotificationRequest) {
 	return func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 		if req.Params == nil {
 			return
 		}
-		m.emitDeferred("", &events.ResourceUpdated{Server: s.name, URI: req.Params.URI})
+		m.emitDeferred("", &events.ResourceUpdated{Server: s.name, URI: lc.res.scrubListedURL(req.Params.URI)})
 		if m.opts.OnResourceUpdated != nil {
 			m.opts.OnResourceUpdated(s.name, req.Params.URI)
 		}
@@ -215,7 +223,7 @@ func (m *Manager) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	if err != nil {
 		return nil, err
 	}
-	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: m.liveName(lc, resourceNames, uri)})
 	if err != nil {
 		return nil, surfaceError(server, "resources/read", lc, err)
 	}
@@ -229,7 +237,7 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 	if err != nil {
 		return nil, err
 	}
-	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: m.liveName(lc, promptNames, name), Arguments: args})
 	if err != nil {
 		return nil, surfaceError(server, "prompts/get", lc, err)
 	}
@@ -258,7 +266,7 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) err
 	if err != nil {
 		return err
 	}
-	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: m.liveName(lc, resourceNames, uri)}); err != nil {
 		return surfaceError(server, "resources/subscribe", lc, err)
 	}
 	return nil
@@ -270,7 +278,7 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) e
 	if err != nil {
 		return err
 	}
-	if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+	if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: m.liveName(lc, resourceNames, uri)}); err != nil {
 		return surfaceError(server, "resources/unsubscribe", lc, err)
 	}
 	return nil

@@ -105,3 +105,51 @@ func TestCorruptRowStaysReadable(t *testing.T) {
 		t.Fatalf("verify: %d\n%s", code, out)
 	}
 }
+
+// Secrets a server says back about itself (instructions, version, tool,
+// resource, template and prompt texts, names and URIs) are in neither the
+// database nor any output: a configured env value, a !command value and an
+// inherited credential-named variable.
+func TestServerSuppliedSecretsNeverReachStoreOrOutput(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	const (
+		literal   = "LITERALsecret2222"
+		command   = "CMDsecret3333"
+		inherited = "ghp_INHERITEDsecret1111"
+	)
+	t.Setenv("GITHUB_TOKEN", inherited)
+	cmd, args := fixturetest.Command(t, "only=echo", "echo-env=API_KEY,CMD_TOKEN,GITHUB_TOKEN")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"leaky": map[string]any{
+		"command": cmd, "args": args, "env": map[string]string{"API_KEY": literal, "CMD_TOKEN": "!echo " + command}}}})
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(cfg, b, 0o600)
+	db := filepath.Join(t.TempDir(), "e.db")
+	var outputs []string
+	code, out, errOut := runCmd(t, "--db", db, "--json", "run", "--once", "--cwd", t.TempDir(), "--config", cfg, "--call", "leaky/echo")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	outputs = append(outputs, out, errOut)
+	for _, args := range [][]string{{"replay", "last"}, {"--json", "replay", "last"}, {"--json", "inspect", "last", "--seq", "1000"}} {
+		_, o, e := runCmd(t, append([]string{"--db", db}, args...)...)
+		outputs = append(outputs, o, e)
+	}
+	if !strings.Contains(outputs[2], "ResourcesListed") || !strings.Contains(outputs[2], "PromptsListed") {
+		t.Fatalf("replay shows no lists:\n%s", outputs[2])
+	}
+	files := ""
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		b, _ := os.ReadFile(f)
+		files += string(b)
+	}
+	for _, secret := range []string{literal, command, inherited} {
+		if strings.Contains(files, secret) {
+			t.Errorf("%s is in the database", secret)
+		}
+		for i, o := range outputs {
+			if strings.Contains(o, secret) {
+				t.Errorf("%s is in output %d:\n%.2000s", secret, i, o)
+			}
+		}
+	}
+}
