@@ -410,6 +410,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		}
 	}
 	lc.logs.due = make(chan struct{}, 1)
+	lc.flood = newFloodLimiter()
 	copts := &mcp.ClientOptions{
 		Logger:                      m.log,
 		ProgressNotificationHandler: lc.progress.notify,
@@ -421,12 +422,13 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	// A capability is advertised only when the host answers it.
 	if m.opts.Elicit != nil {
-		copts.ElicitationHandler = m.elicitHandler(s)
+		copts.ElicitationHandler = m.elicitHandler(s, lc)
 	}
 	if m.opts.Sample != nil {
-		copts.CreateMessageHandler = m.sampleHandler(s)
+		copts.CreateMessageHandler = m.sampleHandler(s, lc)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, copts)
+	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: m.opts.Cwd}).String(), Name: filepath.Base(m.opts.Cwd)})
 	pv := m.opts.ProtocolVersion
 	if s.cfg.ProtocolVersion != "" {

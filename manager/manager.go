@@ -195,6 +195,9 @@ type Manager struct {
 	// sched is the test seam at the scheduling points; nil outside tests
 	// (see yield, which lists the points).
 	sched func(point, server string)
+	// requestRate is [ServerRequestRate]; tests of the in-flight bound
+	// raise it so that only that bound applies.
+	requestRate int
 
 	// ctx is cancelled by Close; wg holds the goroutines it stops.
 	ctx    context.Context
@@ -309,20 +312,21 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		o.ClientVersion = "0.1.0"
 	}
 	m := &Manager{
-		j:          j,
-		session:    session,
-		opts:       o,
-		log:        o.Logger,
-		cache:      o.ToolCache,
-		dial:       newTransport,
-		now:        j.Now,
-		view:       projector.NewToolView(session),
-		servers:    map[string]*server{},
-		sources:    map[string]events.SourceMeta{},
-		discovered: map[string]discovery{},
-		attempts:   map[string]int{},
-		breakers:   map[string]*breaker{},
-		reconnect:  o.Reconnect.withDefaults(),
+		requestRate: ServerRequestRate,
+		j:           j,
+		session:     session,
+		opts:        o,
+		log:         o.Logger,
+		cache:       o.ToolCache,
+		dial:        newTransport,
+		now:         j.Now,
+		view:        projector.NewToolView(session),
+		servers:     map[string]*server{},
+		sources:     map[string]events.SourceMeta{},
+		discovered:  map[string]discovery{},
+		attempts:    map[string]int{},
+		breakers:    map[string]*breaker{},
+		reconnect:   o.Reconnect.withDefaults(),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.setUpAuth()

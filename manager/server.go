@@ -78,6 +78,9 @@ type liveConn struct {
 	// names maps recorded (scrubbed) tool names, resource URIs and prompt
 	// names back to the server's own (m.mu).
 	names liveNames
+	// flood bounds the server's requests to the host and its resource
+	// updates (fields under m.mu).
+	flood floodLimiter
 }
 
 // closeIdle closes the keep-alive connections of an HTTP server's pool.

@@ -176,20 +176,6 @@ func rawList[T any](v []T) json.RawMessage {
 	return rawJSON(v)
 }
 
-// resourceUpdated records a server's notifications/resources/updated and
-// tells the host (Options.OnResourceUpdated).
-func (m *Manager) resourceUpdated(s *server, lc *liveConn) func(context.Context, *mcp.ResourceUpdatedNotificationRequest) {
-	return func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-		if req.Params == nil {
-			return
-		}
-		m.emitDeferred("", &events.ResourceUpdated{Server: s.name, URI: lc.res.scrubListedURL(req.Params.URI)})
-		if m.opts.OnResourceUpdated != nil {
-			m.opts.OnResourceUpdated(s.name, req.Params.URI)
-		}
-	}
-}
-
 // connection returns the live connection of the named server, waiting for
 // a connect (or reconnect) in flight like a deferred call does.
 func (m *Manager) connection(ctx context.Context, name string) (*liveConn, error) {
@@ -259,14 +245,21 @@ func (m *Manager) Complete(ctx context.Context, server string, params *mcp.Compl
 }
 
 // SubscribeResource asks the named server to tell of changes to a
-// resource; each becomes a ResourceUpdated event and a call of
-// Options.OnResourceUpdated.
+// resource; they become ResourceUpdated events and calls of
+// Options.OnResourceUpdated, at most one per [ResourceUpdateInterval]
+// (updates in between are coalesced). Updates of resources the session
+// did not subscribe to are dropped and counted.
 func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
 	lc, err := m.connection(ctx, server)
 	if err != nil {
 		return err
 	}
-	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: m.liveName(lc, resourceNames, uri)}); err != nil {
+	own := m.liveName(lc, resourceNames, uri)
+	// Noted before the request, so an update that races its answer is
+	// recorded; a refused subscription is forgotten again.
+	m.subscribed(lc, own, true)
+	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: own}); err != nil {
+		m.subscribed(lc, own, false)
 		return surfaceError(server, "resources/subscribe", lc, err)
 	}
 	return nil
@@ -278,8 +271,10 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) e
 	if err != nil {
 		return err
 	}
-	if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: m.liveName(lc, resourceNames, uri)}); err != nil {
+	own := m.liveName(lc, resourceNames, uri)
+	if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: own}); err != nil {
 		return surfaceError(server, "resources/unsubscribe", lc, err)
 	}
+	m.subscribed(lc, own, false)
 	return nil
 }
