@@ -56,7 +56,7 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 
 	d := &events.Disconnected{Server: s.name, Reason: events.ReasonTransportClosed}
 	m.mu.Lock()
-	unresponsive := s.unresponsive
+	unresponsive, flooded := s.unresponsive, s.flooded
 	m.mu.Unlock()
 	procExited := false
 	if lc.proc != nil {
@@ -87,6 +87,9 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 		d.Error = b.String()
 	} else if d.Error == "" {
 		d.Error = "connection closed"
+	}
+	if flooded {
+		d.Error = fmt.Sprintf("disconnected: the server sent more than %d requests in a second beyond its limits", MaxDeclinedRequests)
 	}
 	m.log.Warn("MCP server disconnected", "server", s.name, "reason", d.Reason, "err", d.Error)
 	<-waited

@@ -47,6 +47,13 @@ const (
 	// ResourceUpdateInterval is the shortest time between two recorded
 	// updates of one resource.
 	ResourceUpdateInterval = time.Second
+	// MaxDeclinedRequests is how many requests of one connection may be
+	// declined in a second: a server that sends more is disconnected
+	// (and reconnected like a server that dropped). Each request costs
+	// the go-sdk a goroutine until its answer is written, and a server
+	// that floods requests without reading its answers would otherwise
+	// hold them all.
+	MaxDeclinedRequests = 1000
 )
 
 // Methods the limits count.
@@ -67,6 +74,9 @@ type floodLimiter struct {
 	inFlight map[string]int // by method
 	start    time.Time      // of the current one-second window of elicitation and sampling
 	n        int            // requests taken in the window
+
+	dstart time.Time // of the current one-second window of declined requests
+	dn     int       // requests declined in it
 
 	declined, ignored map[string]int // by method, since the last summary
 	summaryAt         time.Time      // when the pending summary is due; zero: none
@@ -110,14 +120,32 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 		m.mu.Unlock()
 		return true
 	}
-	start := false
+	start, drop := false, false
 	if !s.closing {
 		f.declined[method]++
 		start = m.floodDueLocked(f, now)
+		if f.dstart.IsZero() || now.Sub(f.dstart) >= time.Second {
+			f.dstart, f.dn = now, 0
+		}
+		if f.dn++; f.dn > MaxDeclinedRequests && !s.flooded {
+			s.flooded, drop = true, true
+		}
 	}
 	m.mu.Unlock()
 	if start {
 		m.goOwned(func() { m.floodLoop(s, lc) })
+	}
+	if drop {
+		m.goOwned(func() {
+			m.log.Warn("MCP server floods requests; disconnecting it", "server", s.name, "limit", MaxDeclinedRequests)
+			// Ending the process ends the answers it does not read; the
+			// drop watcher records the end.
+			if lc.proc != nil {
+				lc.proc.Terminate()
+			} else {
+				lc.cs.Close()
+			}
+		})
 	}
 	return false
 }

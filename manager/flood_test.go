@@ -325,3 +325,73 @@ func TestResourceUpdateFlood(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// TestServerRequestFloodDisconnects: a server that sends more requests in
+// a second than MaxDeclinedRequests beyond its limits is disconnected, and
+// the Disconnected says why.
+func TestServerRequestFloodDisconnects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := memJournal(t, memory.New())
+		m, err := New(j, "s", &Options{Cwd: t.TempDir(), Elicit: DeclineElicitation, Reconnect: ReconnectPolicy{Disabled: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(context.Background()); j.Close() })
+		m.dial = floodServer
+		if res, err := m.ConnectServers(context.Background(), []events.ServerConfig{{Name: "asker", Command: "x"}}, nil); err != nil || len(res.Errors) > 0 {
+			t.Fatal(res, err)
+		}
+		tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": ServerRequestRate + MaxDeclinedRequests + 1})
+		synctest.Wait()
+		if err := j.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var d []*events.Disconnected
+		for env, err := range j.Store().ReadStream(context.Background(), "s", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.Type == events.TypeDisconnected {
+				ev, _ := events.Decode(env)
+				d = append(d, ev.(*events.Disconnected))
+			}
+		}
+		if len(d) != 1 || d[0].Error != "disconnected: the server sent more than 1000 requests in a second beyond its limits" {
+			t.Fatalf("disconnected %+v", d)
+		}
+	})
+}
+
+// TestTeardownOfAServerThatStopsReading: a server floods elicitation
+// requests and no longer reads its stdin, so the answers cannot be
+// written. Disconnecting it still finishes: the process is terminated
+// once the stdin grace is over, which ends the blocked writes.
+func TestTeardownOfAServerThatStopsReading(t *testing.T) {
+	e := newEnv(t, &Options{Gate: 200 * time.Millisecond, Elicit: DeclineElicitation, Reconnect: ReconnectPolicy{Disabled: true}})
+	ctx := testCtx(t)
+	sub, err := e.j.Subscribe(ctx, journal.SubscribeOptions{FromSeq: 1, Session: "s1", Types: []string{events.TypeServerMessagesLimited}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	cfg := stdio(t, "deaf", "only=echo", "deaf-flood=900")
+	cfg.TimeoutMs = ms(2000) // its tools/list is never answered
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{cfg}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select { // the requests were taken or declined; their answers wait
+	case <-sub.C():
+	case <-ctx.Done():
+		t.Fatal("no ServerMessagesLimited")
+	}
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := e.m.DisconnectServer(dctx, "deaf"); err != nil {
+		e.m.mu.Lock()
+		if s := e.m.servers["deaf"]; s != nil && s.conn != nil && s.conn.proc != nil {
+			go s.conn.proc.Terminate() // let the test's cleanup finish
+		}
+		e.m.mu.Unlock()
+		t.Fatalf("disconnect of a server that stopped reading: %v", err)
+	}
+}

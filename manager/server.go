@@ -45,7 +45,10 @@ type server struct {
 	cachedResources, cachedPrompts bool
 	// unresponsive: the health check closed the connection (m.mu).
 	unresponsive bool
-	calls        callGroup // in-flight calls; joined under m.mu while !closing
+	// flooded: the connection was closed for sending more than
+	// MaxDeclinedRequests a second (m.mu).
+	flooded bool
+	calls   callGroup // in-flight calls; joined under m.mu while !closing
 
 	taskDone  chan struct{} // the connect/list/relist goroutine exited
 	watchDone chan struct{} // the drop watcher exited (closed at once if none)
