@@ -115,9 +115,10 @@ type Options struct {
 	// Sample answers servers' requests for a model completion (sampling);
 	// nil means the sampling capability is not advertised.
 	Sample SampleFunc
-	// OnResourceUpdated, when set, is called for each change a server
-	// reports of a resource the session subscribed to (after it is
-	// recorded as ResourceUpdated). It must not block.
+	// OnResourceUpdated, when set, is called for each ResourceUpdated
+	// recorded: the changes a server reports of a resource the session
+	// subscribed to, at most one per [ResourceUpdateInterval] (changes in
+	// between are coalesced into one at its end). It must not block.
 	OnResourceUpdated func(server, uri string)
 	// OAuth authorizes remote servers that require OAuth (tokens, refresh,
 	// client credentials); nil means one on the default token store
