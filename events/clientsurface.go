@@ -9,11 +9,12 @@ import "time"
 // Type strings of the client-surface events. They are part of the stored
 // format: never change one.
 const (
-	TypeServerLog             = "ServerLog"
-	TypeElicitationRequested  = "ElicitationRequested"
-	TypeElicitationAnswered   = "ElicitationAnswered"
-	TypeSamplingRequested     = "SamplingRequested"
-	TypeSamplingAnswered      = "SamplingAnswered"
+	TypeServerLog            = "ServerLog"
+	TypeElicitationRequested = "ElicitationRequested"
+	TypeElicitationAnswered  = "ElicitationAnswered"
+	TypeSamplingRequested    = "SamplingRequested"
+	TypeSamplingAnswered     = "SamplingAnswered"
+
 	TypeServerMessagesLimited = "ServerMessagesLimited"
 )
 

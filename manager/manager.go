@@ -313,22 +313,22 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		o.ClientVersion = "0.1.0"
 	}
 	m := &Manager{
-		requestRate: ServerRequestRate,
-		j:           j,
-		session:     session,
-		opts:        o,
-		log:         o.Logger,
-		cache:       o.ToolCache,
-		dial:        newTransport,
-		now:         j.Now,
-		view:        projector.NewToolView(session),
-		servers:     map[string]*server{},
-		sources:     map[string]events.SourceMeta{},
-		discovered:  map[string]discovery{},
-		attempts:    map[string]int{},
-		breakers:    map[string]*breaker{},
-		reconnect:   o.Reconnect.withDefaults(),
+		j:          j,
+		session:    session,
+		opts:       o,
+		log:        o.Logger,
+		cache:      o.ToolCache,
+		dial:       newTransport,
+		now:        j.Now,
+		view:       projector.NewToolView(session),
+		servers:    map[string]*server{},
+		sources:    map[string]events.SourceMeta{},
+		discovered: map[string]discovery{},
+		attempts:   map[string]int{},
+		breakers:   map[string]*breaker{},
+		reconnect:  o.Reconnect.withDefaults(),
 	}
+	m.requestRate = ServerRequestRate
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.setUpAuth()
 	ctx := context.Background()
