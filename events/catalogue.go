@@ -400,6 +400,8 @@ var decoders = map[string]struct {
 	TypeAuthRequired:         {1, func() Event { return new(AuthRequired) }},
 	TypeAuthCompleted:        {1, func() Event { return new(AuthCompleted) }},
 	TypeAuthFailed:           {1, func() Event { return new(AuthFailed) }},
+
+	TypeServerMessagesLimited: {1, func() Event { return new(ServerMessagesLimited) }},
 }
 
 // Types returns every known event type string, sorted.

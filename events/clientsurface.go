@@ -14,6 +14,8 @@ const (
 	TypeElicitationAnswered  = "ElicitationAnswered"
 	TypeSamplingRequested    = "SamplingRequested"
 	TypeSamplingAnswered     = "SamplingAnswered"
+
+	TypeServerMessagesLimited = "ServerMessagesLimited"
 )
 
 // LogLevel is the severity of a [ServerLog], one of the MCP logging levels
@@ -96,6 +98,24 @@ type SamplingAnswered struct {
 	Error      string        `json:"error,omitempty"`
 	Duration   time.Duration `json:"duration"`
 }
+
+// ServerMessagesLimited is recorded, at most once a second per
+// connection, when the manager answered or dropped messages of a server
+// without recording each: Declined counts, by method
+// (elicitation/create, sampling/createMessage, roots/list), the requests
+// it declined at once because too many of that method were in flight or
+// because more elicitation and sampling requests came in a second than it
+// records; Ignored counts, by method, the notifications it dropped
+// (notifications/resources/updated for a URI the session did not
+// subscribe to).
+type ServerMessagesLimited struct {
+	Server   string         `json:"server"`
+	Declined map[string]int `json:"declined,omitempty"`
+	Ignored  map[string]int `json:"ignored,omitempty"`
+}
+
+func (*ServerMessagesLimited) Type() string         { return TypeServerMessagesLimited }
+func (e *ServerMessagesLimited) ServerName() string { return e.Server }
 
 func (*ElicitationRequested) Type() string { return TypeElicitationRequested }
 func (*ElicitationAnswered) Type() string  { return TypeElicitationAnswered }

@@ -343,10 +343,179 @@ func (c ServerConfig) Redact() ServerConfig {
 			o.PrivateKey = Redacted
 		}
 	}
-	for i, a := range r.Args {
-		r.Args[i] = RedactText(a)
-	}
+	r.Args = RedactArgs(r.Args)
 	return r
+}
+
+// RedactArgs returns a copy of a command's arguments that is safe to
+// record and print. Besides what [RedactText] redacts in each argument
+// (credential-like name=value pairs such as --token=…, URL user info and
+// query parameters, opaque URL path segments), it replaces
+//
+//   - the argument after a credential-like flag (--api-key, --token,
+//     --password, --secret, --auth…, any flag whose name
+//     [IsCredentialName] matches) unless that argument is another flag;
+//   - the value of a credential-like header ("Authorization: …",
+//     "X-Api-Key: …"), whether it follows -H or --header or stands alone;
+//   - the credential after "Bearer " or "Basic ".
+//
+// A value that is only ${VAR} references is kept: it names the secret
+// without holding it.
+func RedactArgs(args []string) []string {
+	if args == nil {
+		return nil
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		if i > 0 && credentialFlag(args[i-1]) && !strings.HasPrefix(a, "-") && !onlyReferences(a) {
+			out[i] = Redacted
+			continue
+		}
+		out[i] = redactHeaderLine(RedactText(a))
+	}
+	return out
+}
+
+// ArgSecrets returns the literal secrets that [RedactArgs] takes out of
+// args (the value after a credential-like flag, a credential-like header's
+// value and the credential after its scheme, the value of a
+// credential-like name=value pair, an opaque URL path segment), so that
+// they can be scrubbed from what the server prints too.
+func ArgSecrets(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if i > 0 && credentialFlag(args[i-1]) && !strings.HasPrefix(a, "-") && !onlyReferences(a) {
+			out = append(out, a)
+			continue
+		}
+		if m := headerLine.FindStringSubmatch(a); m != nil && IsCredentialName(m[1]) && m[2] != "" && !onlyReferences(m[2]) {
+			out = append(out, m[2])
+		}
+		for _, m := range authScheme.FindAllStringSubmatch(a, -1) {
+			if !onlyReferences(m[2]) {
+				out = append(out, m[2])
+			}
+		}
+		for _, m := range inlineParam.FindAllStringSubmatch(a, -1) {
+			if IsCredentialName(m[1]) && !onlyReferences(m[2]) {
+				out = append(out, m[2])
+			}
+		}
+		for _, u := range urlInText.FindAllString(a, -1) {
+			rest := u[strings.Index(u, "://")+3:]
+			j := strings.IndexByte(rest, '/')
+			if j <= 0 {
+				continue // no host, or no path
+			}
+			path, _, _ := strings.Cut(rest[j:], "?")
+			path, _, _ = strings.Cut(path, "#")
+			for seg := range strings.SplitSeq(path, "/") {
+				if opaqueSegment(seg) {
+					out = append(out, seg)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// credentialFlag reports whether arg is a flag without a value of its own
+// whose name looks like a credential: --api-key, -token, --client-secret.
+func credentialFlag(arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	if name == arg || name == "" || strings.ContainsAny(name, "= ") {
+		return false
+	}
+	return IsCredentialName(name)
+}
+
+// headerLine matches "Name: value" with a header-shaped name.
+var headerLine = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(.*)$`)
+
+// authScheme matches an HTTP authorization scheme and the credential after
+// it.
+var authScheme = regexp.MustCompile(`(?i)\b(Bearer|Basic)\s+([^\s"']+)`)
+
+// redactHeaderLine redacts the value of a credential-like header line and
+// any credential after an authorization scheme in arg.
+func redactHeaderLine(arg string) string {
+	if m := headerLine.FindStringSubmatch(arg); m != nil && IsCredentialName(m[1]) && m[2] != "" && !onlyReferences(m[2]) {
+		if sc := authScheme.FindStringSubmatch(m[2]); sc != nil && strings.HasPrefix(m[2], sc[0]) && onlyReferences(sc[2]) {
+			return arg
+		}
+		return m[1] + ": " + Redacted
+	}
+	return authScheme.ReplaceAllStringFunc(arg, func(m string) string {
+		sc := authScheme.FindStringSubmatch(m)
+		if onlyReferences(sc[2]) || sc[2] == Redacted {
+			return m
+		}
+		return sc[1] + " " + Redacted
+	})
+}
+
+// reference matches one ${VAR} (or ${VAR:-default}) reference.
+var reference = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`)
+
+// onlyReferences reports whether v consists of ${VAR} references alone.
+func onlyReferences(v string) bool {
+	return v != "" && reference.ReplaceAllString(v, "") == ""
+}
+
+// minOpaqueSegment is the shortest URL path segment taken for a secret.
+const minOpaqueSegment = 12
+
+// opaqueSegment reports whether one segment of a URL's path looks like a
+// credential rather than a word: at least minOpaqueSegment characters, of
+// which at least two letters and at least two digits ("PATHsecret8888", a
+// UUID, a base64 token). Ordinary segments (mcp, v1, sse, 2025-06-18,
+// mcp-server-v2) have fewer digits or no letters. A segment that holds a
+// ${VAR} reference is kept.
+func opaqueSegment(seg string) bool {
+	if len(seg) < minOpaqueSegment || strings.Contains(seg, "${") || seg == Redacted {
+		return false
+	}
+	letters, digits := 0, 0
+	for _, c := range seg {
+		switch {
+		case '0' <= c && c <= '9':
+			digits++
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+			letters++
+		}
+	}
+	return letters >= 2 && digits >= 2
+}
+
+// redactPath replaces the opaque segments (opaqueSegment) of the path of
+// u, a URL with a host ("scheme://host/…"); a URL without one (file:///…)
+// is returned as it is.
+func redactPath(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return u
+	}
+	rest := u[i+3:]
+	j := strings.IndexByte(rest, '/')
+	if j <= 0 || strings.ContainsAny(rest[:j], "?#") {
+		return u // no host, or no path
+	}
+	start := i + 3 + j
+	end := len(u)
+	if k := strings.IndexAny(u[start:], "?#"); k >= 0 {
+		end = start + k
+	}
+	segs := strings.Split(u[start:end], "/")
+	changed := false
+	for n, seg := range segs {
+		if opaqueSegment(seg) {
+			segs[n], changed = Redacted, true
+		}
+	}
+	if !changed {
+		return u
+	}
+	return u[:start] + strings.Join(segs, "/") + u[end:]
 }
 
 // credentialParam matches query-parameter, header and variable names that
@@ -364,9 +533,11 @@ func IsCredentialName(name string) bool {
 	return credentialParam.MatchString(name)
 }
 
-// RedactURL replaces the values of credential-like query parameters and any
-// user info of raw with [Redacted]. Strings that do not parse as URLs are
-// passed through [RedactText]. A URL with nothing to redact is returned as
+// RedactURL replaces the values of credential-like query parameters, any
+// user info and, in a URL with a host, every path segment that looks like
+// an opaque credential (https://host/s/<redacted>/mcp; see opaqueSegment)
+// of raw with [Redacted]. Strings that do not parse as URLs are passed
+// through [RedactText]. A URL with nothing to redact is returned as
 // written, so ${VAR} references in it stay readable.
 func RedactURL(raw string) string {
 	if raw == "" {
@@ -376,6 +547,12 @@ func RedactURL(raw string) string {
 	if err != nil || u.Scheme == "" {
 		return RedactText(raw)
 	}
+	return redactPath(redactURLCredentials(raw, u))
+}
+
+// redactURLCredentials is RedactURL without the path rule; u is raw
+// parsed.
+func redactURLCredentials(raw string, u *url.URL) string {
 	changed := false
 	if u.User != nil {
 		u.User = url.User(Redacted)
@@ -420,9 +597,16 @@ var inlineParam = regexp.MustCompile(`([A-Za-z0-9_.\-]+)=([^&\s"'<>]+)`)
 // userInfo finds user:password@ in URLs inside free text.
 var userInfo = regexp.MustCompile(`(://)[^/@\s"']+@`)
 
-// RedactText redacts credential-like name=value pairs and URL user info in
-// free text (error messages, arguments).
+// urlInText finds URLs with a host inside free text.
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+
+// RedactText redacts credential-like name=value pairs, URL user info and
+// opaque URL path segments (as [RedactURL] does) in free text (error
+// messages, arguments).
 func RedactText(s string) string {
+	if strings.Contains(s, "://") {
+		s = urlInText.ReplaceAllStringFunc(s, redactPath)
+	}
 	if !strings.Contains(s, "=") && !strings.Contains(s, "@") {
 		return s
 	}

@@ -129,7 +129,13 @@ func Describe(ev Event) string {
 		}
 		return fmt.Sprintf("%s cause=%s count=%d prompts=[%s]", e.Server, e.Cause, e.Count, strings.Join(names, " "))
 	case *ResourceUpdated:
-		return fmt.Sprintf("%s uri=%s", e.Server, e.URI)
+		s := fmt.Sprintf("%s uri=%s", e.Server, e.URI)
+		if e.Coalesced > 0 {
+			s += fmt.Sprintf(" coalesced=%d", e.Coalesced)
+		}
+		return s
+	case *ServerMessagesLimited:
+		return fmt.Sprintf("%s%s%s", e.Server, countList(" declined", e.Declined), countList(" ignored", e.Ignored))
 	case *ReloadRequested:
 		return fmt.Sprintf("servers=%d", e.Servers)
 	case *ReloadCompleted:
@@ -221,4 +227,22 @@ func pidList(ps []ProcessRef) string {
 		parts[i] = fmt.Sprint(p.Pid)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// countList renders counts by name as " key=[a:1 b:2]", names sorted, or
+// "" when there are none.
+func countList(key string, counts map[string]int) string {
+	if len(counts) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(counts))
+	for n := range counts {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s:%d", n, counts[n])
+	}
+	return key + "=[" + strings.Join(parts, " ") + "]"
 }

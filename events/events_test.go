@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,8 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 			Templates: []ResourceTemplateDef{{URITemplate: "file:///{p}", Name: "p"}}, Hash: "x", Count: 1, Cause: CauseInitial},
 		&PromptsListed{Server: "s", ConfigHash: "h", Prompts: []PromptDef{{Name: "p", Arguments: []PromptArgument{{Name: "a", Required: true}}}},
 			Hash: "x", Count: 1, Cause: CauseListChanged},
-		&ResourceUpdated{Server: "s", URI: "file:///a"},
+		&ResourceUpdated{Server: "s", URI: "file:///a", Coalesced: 3},
+		&ServerMessagesLimited{Server: "s", Declined: map[string]int{"elicitation/create": 2}, Ignored: map[string]int{"notifications/resources/updated": 5}},
 		&ServerLog{Server: "s", Level: LogWarning, Logger: "db", Text: "slow query", Dropped: 3},
 		&AuthRequired{Server: "s", Issuer: "https://as.example", Scopes: []string{"read"}, Login: "mcp-audit auth login s"},
 		&AuthCompleted{Server: "s", Issuer: "https://as.example", Scopes: []string{"read"}, ExpiresAt: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC), Grant: "authorization_code"},
@@ -165,5 +167,61 @@ func TestRedactText(t *testing.T) {
 	got := RedactText(in)
 	if strings.Contains(got, "abc123") || !strings.Contains(got, "page=2") {
 		t.Errorf("RedactText = %q", got)
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"--api-key", "sk-live-ARGsecret5555", "--verbose"}, []string{"--api-key", Redacted, "--verbose"}},
+		{[]string{"--token", "t0k3n-value", "-p", "3000"}, []string{"--token", Redacted, "-p", "3000"}},
+		{[]string{"--password", "hunter2", "--client-secret", "s3cr3t"}, []string{"--password", Redacted, "--client-secret", Redacted}},
+		{[]string{"--token=ghp_ARGeqsecret6666"}, []string{"--token=" + Redacted}},
+		{[]string{"--no-auth", "--port", "80"}, []string{"--no-auth", "--port", "80"}}, // a flag after a flag is a flag
+		{[]string{"--api-key", "${API_KEY}"}, []string{"--api-key", "${API_KEY}"}},     // a reference names the secret
+		{[]string{"-H", "Authorization: Bearer hdrARGsecret7777"}, []string{"-H", "Authorization: " + Redacted}},
+		{[]string{"--header", "X-Api-Key: abc123def"}, []string{"--header", "X-Api-Key: " + Redacted}},
+		{[]string{"Authorization: Bearer hdrARGsecret7777"}, []string{"Authorization: " + Redacted}},
+		{[]string{"--header", "Authorization: Bearer ${TOKEN}"}, []string{"--header", "Authorization: Bearer ${TOKEN}"}},
+		{[]string{"-H", "Accept: text/event-stream"}, []string{"-H", "Accept: text/event-stream"}},
+		{[]string{"Bearer abcdef123"}, []string{"Bearer " + Redacted}},
+		{[]string{"https://mcp.example.invalid/s/PATHsecret8888/mcp"}, []string{"https://mcp.example.invalid/s/" + Redacted + "/mcp"}},
+		{[]string{"server", "stdio", "/tmp/data", "--mode", "fast", "mcp-server-v2"}, []string{"server", "stdio", "/tmp/data", "--mode", "fast", "mcp-server-v2"}},
+		{nil, nil},
+	} {
+		if got := RedactArgs(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("RedactArgs(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRedactURLPath(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"https://mcp.example.invalid/s/PATHsecret8888/mcp", "https://mcp.example.invalid/s/" + Redacted + "/mcp"},
+		{"https://h/mcp/123e4567-e89b-12d3-a456-426614174000/sse?mode=x", "https://h/mcp/" + Redacted + "/sse?mode=x"},
+		{"https://h/s/PATHsecret8888/mcp?token=t0k", "https://h/s/" + Redacted + "/mcp?token=" + Redacted},
+		{"https://u:pw@h/v1/mcp", "https://" + Redacted + "@h/v1/mcp"},
+		{"https://h/v1/mcp", "https://h/v1/mcp"},
+		{"https://h/sse", "https://h/sse"},
+		{"https://h/2025-06-18/mcp-server-v2/mcp", "https://h/2025-06-18/mcp-server-v2/mcp"},
+		{"https://h/s/${SECRET_PATH_1}/mcp", "https://h/s/${SECRET_PATH_1}/mcp"},
+		{"https://h:8443", "https://h:8443"},
+		{"file:///home/u/report2024q3final.txt", "file:///home/u/report2024q3final.txt"}, // no host: a file name, not a credential
+	} {
+		if got := RedactURL(c.in); got != c.want {
+			t.Errorf("RedactURL(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+	in := `Post "https://mcp.example.invalid/s/PATHsecret8888/mcp": dial tcp: lookup mcp.example.invalid: no such host`
+	if got := RedactText(in); strings.Contains(got, "PATHsecret8888") || !strings.Contains(got, "/s/"+Redacted+"/mcp") {
+		t.Errorf("RedactText = %q", got)
+	}
+}
+
+func TestArgSecrets(t *testing.T) {
+	got := ArgSecrets([]string{"x", "--api-key", "sk-live-1", "--token=t0k", "-H", "Authorization: Bearer b3ar", "--key", "${K}",
+		"https://h1234abcd5678.example/s/PATHsecret8888/mcp?mode=fast"})
+	want := []string{"sk-live-1", "t0k", "Bearer b3ar", "b3ar", "PATHsecret8888"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ArgSecrets = %q, want %q", got, want)
 	}
 }

@@ -88,10 +88,14 @@ type PromptsListed struct {
 }
 
 // ResourceUpdated is recorded when a server said a resource the session
-// subscribed to changed (notifications/resources/updated).
+// subscribed to changed (notifications/resources/updated). A resource's
+// updates are recorded at most once a second: the first at once, the
+// others of that second as one at its end, Coalesced counting the updates
+// it stands for beyond one.
 type ResourceUpdated struct {
-	Server string `json:"server"`
-	URI    string `json:"uri"`
+	Server    string `json:"server"`
+	URI       string `json:"uri"`
+	Coalesced int    `json:"coalesced,omitempty"`
 }
 
 func (*ResourcesListed) Type() string { return TypeResourcesListed }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -292,6 +293,7 @@ func (m *Manager) run(s *server) {
 			connected.Capabilities, _ = json.Marshal(init.Capabilities)
 		}
 	}
+	lc.res.scrubConnected(connected)
 	if lc.proc != nil {
 		id := lc.proc.Identity()
 		connected.Pid, connected.Pgid, connected.StartTime = id.Pid, id.Pgid, id.StartTime
@@ -336,7 +338,7 @@ func (m *Manager) run(s *server) {
 		case late:
 			cause = events.CauseLate
 		}
-		listed := m.listed(s, defs, m.now().Sub(listStart), cause)
+		listed := m.listed(s, lc, defs, m.now().Sub(listStart), cause)
 		last = listed.ToolsHash
 		m.emitDeferred("", listed)
 	}
@@ -408,6 +410,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		}
 	}
 	lc.logs.due = make(chan struct{}, 1)
+	lc.flood = newFloodLimiter()
 	copts := &mcp.ClientOptions{
 		Logger:                      m.log,
 		ProgressNotificationHandler: lc.progress.notify,
@@ -415,16 +418,17 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { signal(lc.relist) },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { signal(lc.resourcesChanged) },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { signal(lc.promptsChanged) },
-		ResourceUpdatedHandler:      m.resourceUpdated(s),
+		ResourceUpdatedHandler:      m.resourceUpdated(s, lc),
 	}
 	// A capability is advertised only when the host answers it.
 	if m.opts.Elicit != nil {
-		copts.ElicitationHandler = m.elicitHandler(s)
+		copts.ElicitationHandler = m.elicitHandler(s, lc)
 	}
 	if m.opts.Sample != nil {
-		copts.CreateMessageHandler = m.sampleHandler(s)
+		copts.CreateMessageHandler = m.sampleHandler(s, lc)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, copts)
+	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: m.opts.Cwd}).String(), Name: filepath.Base(m.opts.Cwd)})
 	pv := m.opts.ProtocolVersion
 	if s.cfg.ProtocolVersion != "" {
@@ -469,7 +473,7 @@ func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err err
 	if errors.Is(err, ErrTimeout) {
 		if p != nil {
 			if tail := p.StderrTail(); tail != "" {
-				err = &scrubbedError{msg: err.Error() + "; stderr: " + res.scrubText(tailOf(tail, errStderrLimit)), cause: err}
+				err = &scrubbedError{msg: err.Error() + "; stderr: " + stderrExcerpt(res, tail), cause: err}
 			}
 		}
 		return &ServerError{Server: s.name, Op: OpConnect, Err: err}
@@ -480,7 +484,7 @@ func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err err
 			msg += fmt.Sprintf(" (process exited with status %d)", *st)
 		}
 		if tail := p.StderrTail(); tail != "" {
-			msg += "; stderr: " + res.scrubText(tailOf(tail, errStderrLimit))
+			msg += "; stderr: " + stderrExcerpt(res, tail)
 		}
 	}
 	return &ServerError{Server: s.name, Op: OpConnect, Err: &scrubbedError{msg: msg, cause: err}}
@@ -489,19 +493,38 @@ func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err err
 // errStderrLimit is how much of a server's stderr an error message quotes.
 const errStderrLimit = 4 << 10
 
-// tailOf returns the last n bytes of s.
+// stderrExcerpt returns the end of a server's kept stderr that an error
+// quotes: the whole text is scrubbed of res's secrets first and cut to its
+// last errStderrLimit bytes after, so a secret that the cut would split is
+// redacted whole rather than quoted from its middle on.
+func stderrExcerpt(res resolved, stderr string) string {
+	return tailOf(res.scrubText(stderr), errStderrLimit)
+}
+
+// tailOf returns the last n bytes of s, "…" first when it cut, without
+// splitting a UTF-8 sequence.
 func tailOf(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return "…" + s[len(s)-n:]
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "…" + s[i:]
 }
 
-// listed builds the ToolsListed event of a finished list.
-func (m *Manager) listed(s *server, defs []events.ToolDef, d time.Duration, cause events.ListCause) *events.ToolsListed {
+// listed builds the ToolsListed event of a finished list on lc: the
+// definitions are scrubbed of the connection's secrets for the record, and
+// lc keeps the server's own name of each tool whose recorded name changed.
+func (m *Manager) listed(s *server, lc *liveConn, defs []events.ToolDef, d time.Duration, cause events.ListCause) *events.ToolsListed {
 	if defs == nil {
 		defs = []events.ToolDef{}
 	}
+	defs, live := lc.res.scrubTools(defs)
+	m.mu.Lock()
+	lc.names.tools = live
+	m.mu.Unlock()
 	return &events.ToolsListed{
 		Server: s.name, ConfigHash: s.hash, Tools: defs, ToolsHash: events.HashTools(defs),
 		Count: len(defs), Duration: d, Cause: cause,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 )
@@ -123,7 +124,19 @@ func (m *Manager) shutdown(s *server, d *events.Disconnected, fromWatcher bool) 
 	m.mu.Unlock()
 	var err error
 	if lc != nil {
-		if cerr := lc.cs.Close(); cerr != nil && d.Reason != events.ReasonProcessExited && d.Reason != events.ReasonTransportClosed {
+		// The go-sdk's Close first waits for the requests the server sent
+		// to be answered, and an answer cannot be written to a server that
+		// stopped reading its stdin (one that floods requests): after the
+		// stdin grace the process is terminated, which ends those writes.
+		var force *time.Timer
+		if lc.proc != nil {
+			force = time.AfterFunc(stdinGrace, func() { lc.proc.Terminate() })
+		}
+		cerr := lc.cs.Close()
+		if force != nil {
+			force.Stop()
+		}
+		if cerr != nil && d.Reason != events.ReasonProcessExited && d.Reason != events.ReasonTransportClosed {
 			err = &ServerError{Server: s.name, Op: OpDisconnect, Err: &scrubbedError{msg: fmt.Sprintf("MCP server %q: close: %s", s.name, lc.res.scrubText(cerr.Error())), cause: cerr}}
 		}
 		if lc.proc != nil {

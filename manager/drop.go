@@ -56,7 +56,7 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 
 	d := &events.Disconnected{Server: s.name, Reason: events.ReasonTransportClosed}
 	m.mu.Lock()
-	unresponsive := s.unresponsive
+	unresponsive, flooded := s.unresponsive, s.flooded
 	m.mu.Unlock()
 	procExited := false
 	if lc.proc != nil {
@@ -82,11 +82,14 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 		}
 		if tail := lc.proc.StderrTail(); tail != "" {
 			b.WriteString("; stderr: ")
-			b.WriteString(lc.res.scrubText(tailOf(tail, errStderrLimit)))
+			b.WriteString(stderrExcerpt(lc.res, tail))
 		}
 		d.Error = b.String()
 	} else if d.Error == "" {
 		d.Error = "connection closed"
+	}
+	if flooded {
+		d.Error = fmt.Sprintf("disconnected: the server sent more than %d requests in a second beyond its limits", MaxDeclinedRequests)
 	}
 	m.log.Warn("MCP server disconnected", "server", s.name, "reason", d.Reason, "err", d.Error)
 	<-waited

@@ -40,11 +40,17 @@ func AcceptElicitationDefaults(_ context.Context, _ string, req *mcp.ElicitParam
 	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 }
 
-// elicitHandler is the go-sdk's elicitation handler of server s: it
+// elicitHandler is the go-sdk's elicitation handler of server s on lc: it
 // records the request, asks the host, fills in defaults and records the
-// answer, under one correlation id.
-func (m *Manager) elicitHandler(s *server) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+// answer, under one correlation id. A request over the connection's limits
+// (see [MaxServerRequests], [ServerRequestRate]) is declined at once,
+// without asking the host, and counted.
+func (m *Manager) elicitHandler(s *server, lc *liveConn) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if !m.admit(s, lc, methodElicit) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+		defer m.endRequest(lc, methodElicit)
 		p := req.Params
 		if p == nil {
 			p = &mcp.ElicitParams{}
@@ -76,9 +82,15 @@ func (m *Manager) elicitHandler(s *server) func(context.Context, *mcp.ElicitRequ
 	}
 }
 
-// sampleHandler is the go-sdk's sampling handler of server s.
-func (m *Manager) sampleHandler(s *server) func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+// sampleHandler is the go-sdk's sampling handler of server s on lc. A
+// request over the connection's limits fails at once, without asking the
+// host, and is counted.
+func (m *Manager) sampleHandler(s *server, lc *liveConn) func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	return func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		if !m.admit(s, lc, methodSample) {
+			return nil, errTooManyRequests
+		}
+		defer m.endRequest(lc, methodSample)
 		p := req.Params
 		if p == nil {
 			p = &mcp.CreateMessageParams{}

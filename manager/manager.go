@@ -125,9 +125,10 @@ type Options struct {
 	// Sample answers servers' requests for a model completion (sampling);
 	// nil means the sampling capability is not advertised.
 	Sample SampleFunc
-	// OnResourceUpdated, when set, is called for each change a server
-	// reports of a resource the session subscribed to (after it is
-	// recorded as ResourceUpdated). It must not block.
+	// OnResourceUpdated, when set, is called for each ResourceUpdated
+	// recorded: the changes a server reports of a resource the session
+	// subscribed to, at most one per [ResourceUpdateInterval] (changes in
+	// between are coalesced into one at its end). It must not block.
 	OnResourceUpdated func(server, uri string)
 	// OAuth authorizes remote servers that require OAuth (tokens, refresh,
 	// client credentials); nil means one on the default token store
@@ -205,6 +206,9 @@ type Manager struct {
 	// sched is the test seam at the scheduling points; nil outside tests
 	// (see yield, which lists the points).
 	sched func(point, server string)
+	// requestRate is [ServerRequestRate]; tests of the in-flight bound
+	// raise it so that only that bound applies.
+	requestRate int
 
 	// ctx is cancelled by Close; wg holds the goroutines it stops.
 	ctx    context.Context
@@ -353,6 +357,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		listSizes:  map[string]int{},
 		reconnect:  o.Reconnect.withDefaults(),
 	}
+	m.requestRate = ServerRequestRate
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.setUpAuth()
 	ctx := context.Background()

@@ -37,7 +37,7 @@ func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
 			last = "" // whatever comes next is news
 			continue
 		}
-		listed := m.listed(s, defs, m.now().Sub(start), events.CauseListChanged)
+		listed := m.listed(s, lc, defs, m.now().Sub(start), events.CauseListChanged)
 		if listed.ToolsHash == last {
 			continue
 		}

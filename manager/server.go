@@ -45,7 +45,10 @@ type server struct {
 	cachedResources, cachedPrompts bool
 	// unresponsive: the health check closed the connection (m.mu).
 	unresponsive bool
-	calls        callGroup // in-flight calls; joined under m.mu while !closing
+	// flooded: the connection was closed for sending more than
+	// MaxDeclinedRequests a second (m.mu).
+	flooded bool
+	calls   callGroup // in-flight calls; joined under m.mu while !closing
 
 	taskDone  chan struct{} // the connect/list/relist goroutine exited
 	watchDone chan struct{} // the drop watcher exited (closed at once if none)
@@ -75,6 +78,12 @@ type liveConn struct {
 	// logsPerRequest: the log level goes in each request's _meta instead.
 	logs                     logLimiter
 	setLevel, logsPerRequest bool
+	// names maps recorded (scrubbed) tool names, resource URIs and prompt
+	// names back to the server's own (m.mu).
+	names liveNames
+	// flood bounds the server's requests to the host and its resource
+	// updates (fields under m.mu).
+	flood floodLimiter
 }
 
 // closeIdle closes the keep-alive connections of an HTTP server's pool.

@@ -73,6 +73,9 @@ type resolved struct {
 	// every credential-like value of the inherited environment inside a
 	// text with [events.Redacted].
 	scrub *strings.Replacer
+	// lists replaces the secrets that are looked for in server-supplied
+	// texts (see listSecret), in their plain and JSON-escaped forms.
+	lists *strings.Replacer
 }
 
 // minSecretLen is the shortest value scrubbed from error texts; shorter
@@ -86,6 +89,10 @@ const minSecretLen = 4
 func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, r Resolver, log *slog.Logger) resolved {
 	// Clipped: appending must not write into the shared slice.
 	secrets := slices.Clip(processSecrets.of(os.Environ()))
+	// Literal credentials in the arguments and the URL path are passed as
+	// written, and a server that prints them must not carry them into an
+	// event either.
+	secrets = append(secrets, events.ArgSecrets(append(slices.Clip(cfg.Args), cfg.URL))...)
 	do := func(kind string, in map[string]string) map[string]string {
 		if len(in) == 0 {
 			return nil
@@ -138,6 +145,7 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 		}
 	}
 	res.scrub = newScrubber(secrets)
+	res.lists = newListScrubber(secrets)
 	return res
 }
 

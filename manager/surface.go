@@ -127,6 +127,10 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 		return last
 	}
 	ev.Count, ev.Duration = len(ev.Resources), m.now().Sub(begin)
+	live := lc.res.scrubResources(ev)
+	m.mu.Lock()
+	lc.names.resources = live
+	m.mu.Unlock()
 	ev.Hash = events.HashList([]any{ev.Resources, ev.Templates})
 	if ev.Hash != last && s.ctx.Err() == nil {
 		m.emitSurface(s, lc, ev)
@@ -160,6 +164,10 @@ func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, l
 		return last
 	}
 	ev.Count, ev.Duration = len(ev.Prompts), m.now().Sub(begin)
+	live := lc.res.scrubPrompts(ev)
+	m.mu.Lock()
+	lc.names.prompts = live
+	m.mu.Unlock()
 	ev.Hash = events.HashList(ev.Prompts)
 	if ev.Hash != last && s.ctx.Err() == nil {
 		m.emitSurface(s, lc, ev)
@@ -191,20 +199,6 @@ func rawList[T any](v []T) json.RawMessage {
 		return nil
 	}
 	return rawJSON(v)
-}
-
-// resourceUpdated records a server's notifications/resources/updated and
-// tells the host (Options.OnResourceUpdated).
-func (m *Manager) resourceUpdated(s *server) func(context.Context, *mcp.ResourceUpdatedNotificationRequest) {
-	return func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-		if req.Params == nil {
-			return
-		}
-		m.emitDeferred("", &events.ResourceUpdated{Server: s.name, URI: req.Params.URI})
-		if m.opts.OnResourceUpdated != nil {
-			m.opts.OnResourceUpdated(s.name, req.Params.URI)
-		}
-	}
 }
 
 // connection returns the live connection of the named server, waiting for
@@ -240,7 +234,7 @@ func (m *Manager) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	if err != nil {
 		return nil, err
 	}
-	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: m.liveName(lc, resourceNames, uri)})
 	if err != nil {
 		return nil, surfaceError(server, "resources/read", lc, err)
 	}
@@ -254,7 +248,7 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 	if err != nil {
 		return nil, err
 	}
-	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: m.liveName(lc, promptNames, name), Arguments: args})
 	if err != nil {
 		return nil, surfaceError(server, "prompts/get", lc, err)
 	}
@@ -276,14 +270,21 @@ func (m *Manager) Complete(ctx context.Context, server string, params *mcp.Compl
 }
 
 // SubscribeResource asks the named server to tell of changes to a
-// resource; each becomes a ResourceUpdated event and a call of
-// Options.OnResourceUpdated.
+// resource; they become ResourceUpdated events and calls of
+// Options.OnResourceUpdated, at most one per [ResourceUpdateInterval]
+// (updates in between are coalesced). Updates of resources the session
+// did not subscribe to are dropped and counted.
 func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
 	lc, err := m.connection(ctx, server)
 	if err != nil {
 		return err
 	}
-	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+	own := m.liveName(lc, resourceNames, uri)
+	// Noted before the request, so an update that races its answer is
+	// recorded; a refused subscription is forgotten again.
+	m.subscribed(lc, own, true)
+	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: own}); err != nil {
+		m.subscribed(lc, own, false)
 		return surfaceError(server, "resources/subscribe", lc, err)
 	}
 	return nil
@@ -295,8 +296,10 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) e
 	if err != nil {
 		return err
 	}
-	if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+	own := m.liveName(lc, resourceNames, uri)
+	if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: own}); err != nil {
 		return surfaceError(server, "resources/unsubscribe", lc, err)
 	}
+	m.subscribed(lc, own, false)
 	return nil
 }

@@ -236,6 +236,10 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	}
 	m.mu.Lock()
 	lc := s.conn
+	name := t.Original // as recorded; the server's own name when scrubbing changed it
+	if lc != nil {
+		name = own(lc.names.tools, name)
+	}
 	m.mu.Unlock()
 	if lc == nil {
 		return fail(notConnected(s.name).Error())
@@ -248,7 +252,7 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	if raw, ok := args.(json.RawMessage); ok && len(raw) == 0 {
 		args = nil
 	}
-	params := &mcp.CallToolParams{Name: t.Original, Arguments: args}
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if lc.logsPerRequest {
 		params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: string(m.opts.ServerLogLevel)}
 	}
