@@ -129,6 +129,11 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 		}
 		if f.dn++; f.dn > MaxDeclinedRequests && !s.flooded {
 			s.flooded, drop = true, true
+			// The connection ends before the summary is due, and its
+			// loop with it: record what was declined now.
+			if summary := f.takeSummary(s.name); summary != nil {
+				m.emitDeferred("", summary)
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -318,6 +323,25 @@ func (f *floodLimiter) nextDue() time.Time {
 	return next
 }
 
+// takeSummary returns the summary of what was declined or ignored since
+// the last one (nil when nothing was) and resets the counts. Requires
+// m.mu.
+func (f *floodLimiter) takeSummary(server string) *events.ServerMessagesLimited {
+	f.summaryAt = time.Time{}
+	if len(f.declined) == 0 && len(f.ignored) == 0 {
+		return nil
+	}
+	summary := &events.ServerMessagesLimited{Server: server}
+	if len(f.declined) > 0 {
+		summary.Declined = f.declined
+	}
+	if len(f.ignored) > 0 {
+		summary.Ignored = f.ignored
+	}
+	f.declined, f.ignored = map[string]int{}, map[string]int{}
+	return summary
+}
+
 // takeDue returns what is due at now: the summary (nil when not due or
 // empty) and the coalesced updates, in URI order, and resets their
 // counts. Updates of resources idle for an interval are forgotten.
@@ -325,17 +349,7 @@ func (f *floodLimiter) nextDue() time.Time {
 func (f *floodLimiter) takeDue(server string, lc *liveConn, now time.Time) (*events.ServerMessagesLimited, []*events.ResourceUpdated) {
 	var summary *events.ServerMessagesLimited
 	if !f.summaryAt.IsZero() && !now.Before(f.summaryAt) {
-		if len(f.declined) > 0 || len(f.ignored) > 0 {
-			summary = &events.ServerMessagesLimited{Server: server}
-			if len(f.declined) > 0 {
-				summary.Declined = f.declined
-			}
-			if len(f.ignored) > 0 {
-				summary.Ignored = f.ignored
-			}
-			f.declined, f.ignored = map[string]int{}, map[string]int{}
-		}
-		f.summaryAt = time.Time{}
+		summary = f.takeSummary(server)
 	}
 	var updates []*events.ResourceUpdated
 	for _, uri := range slices.Sorted(maps.Keys(f.updates)) {

@@ -362,6 +362,50 @@ func TestServerRequestFloodDisconnects(t *testing.T) {
 	})
 }
 
+// TestServerRequestFloodDisconnectKeepsCount: the requests declined
+// before a flooding server is disconnected are recorded in one
+// ServerMessagesLimited ahead of its Disconnected, although the
+// connection they were counted on ends before the summary's second is
+// over.
+func TestServerRequestFloodDisconnectKeepsCount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := memJournal(t, memory.New())
+		m, err := New(j, "s", &Options{Cwd: t.TempDir(), Elicit: DeclineElicitation, Reconnect: ReconnectPolicy{Disabled: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(context.Background()); j.Close() })
+		m.dial = floodServer
+		if res, err := m.ConnectServers(context.Background(), []events.ServerConfig{{Name: "asker", Command: "x"}}, nil); err != nil || len(res.Errors) > 0 {
+			t.Fatal(res, err)
+		}
+		tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": ServerRequestRate + MaxDeclinedRequests + 1})
+		synctest.Wait()
+		if err := j.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		declined, disconnected := 0, false
+		for env, err := range j.Store().ReadStream(context.Background(), "s", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch env.Type {
+			case events.TypeServerMessagesLimited:
+				if disconnected {
+					t.Error("ServerMessagesLimited after the Disconnected")
+				}
+				ev, _ := events.Decode(env)
+				declined += ev.(*events.ServerMessagesLimited).Declined[methodElicit]
+			case events.TypeDisconnected:
+				disconnected = true
+			}
+		}
+		if !disconnected || declined != MaxDeclinedRequests+1 {
+			t.Fatalf("disconnected %v, %d declined requests recorded, want %d", disconnected, declined, MaxDeclinedRequests+1)
+		}
+	})
+}
+
 // TestTeardownOfAServerThatStopsReading: a server floods elicitation
 // requests and no longer reads its stdin, so the answers cannot be
 // written. Disconnecting it still finishes: the process is terminated

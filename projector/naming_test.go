@@ -380,6 +380,43 @@ func TestNameClaimsForget(t *testing.T) {
 	}
 }
 
+// TestNameClaimsForgetSparesOtherServers: a server that renames its
+// tools until the view gave out more than MaxNameClaims names forgets its
+// own old names only. Another server's tool, away meanwhile (its server
+// disconnected), keeps its name: a newcomer colliding with it gets the
+// suffix, and the name means the tool again once its server is back.
+func TestNameClaimsForgetSparesOtherServers(t *testing.T) {
+	v := NewToolView("s1")
+	for _, s := range []string{"my_server", "My"} {
+		v.applyEvent(t0, &events.ConnectStarted{Server: s, Attempt: 1})
+		v.applyEvent(t0, &events.ServerConnected{Server: s})
+	}
+	echo := []events.ToolDef{{Name: "echo"}}
+	v.applyEvent(t0, &events.ToolsListed{Server: "my_server", Tools: echo})
+	v.applyEvent(t0, &events.Disconnected{Server: "my_server", Reason: events.ReasonRequested})
+	for round := range 3 {
+		ds := make([]events.ToolDef, MaxNameClaims/2)
+		for i := range ds {
+			ds[i] = events.ToolDef{Name: fmt.Sprintf("r%d_%d", round, i)}
+		}
+		v.applyEvent(t0, &events.ToolsListed{Server: "My", Tools: ds})
+	}
+	v.applyEvent(t0, &events.ToolsListed{Server: "My", Tools: []events.ToolDef{{Name: "server_echo"}}})
+	if n, most := v.names.Len(), MaxNameClaims+2; n > most {
+		t.Errorf("%d names held, more than %d", n, most)
+	}
+	suffixed := "mcp_my_server_echo_" + wantHash("My", "server_echo")
+	if ref, ok := v.Resolve(suffixed); !ok || ref != (ToolRef{"My", "server_echo"}) {
+		t.Errorf("%s = %v, %v; want the newcomer's tool", suffixed, ref, ok)
+	}
+	v.applyEvent(t0, &events.ConnectStarted{Server: "my_server", Attempt: 2})
+	v.applyEvent(t0, &events.ServerConnected{Server: "my_server"})
+	v.applyEvent(t0, &events.ToolsListed{Server: "my_server", Tools: echo})
+	if ref, ok := v.Resolve("mcp_my_server_echo"); !ok || ref != (ToolRef{"my_server", "echo"}) {
+		t.Errorf("mcp_my_server_echo = %v, %v; want my_server's echo", ref, ok)
+	}
+}
+
 // TestNameClaimsClone: a clone shares the names given so far, and a name
 // given by one copy afterwards is not in the other.
 func TestNameClaimsClone(t *testing.T) {

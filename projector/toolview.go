@@ -489,10 +489,11 @@ func (v *ToolView) expose(s *serverEntry) {
 }
 
 // MaxNameClaims bounds the names a session's view keeps for tools that
-// are no longer exposed. A session that gave out more names than this
-// (and more than twice the tools it exposes) forgets the names of the
-// tools it no longer exposes, which may then go to other tools; the names
-// of exposed tools are always kept.
+// are no longer exposed. When a server's new tools make the session hold
+// more names than this (and more than twice the tools it exposes), that
+// server's tools it no longer lists lose their names, which may then go
+// to other tools; the names of exposed tools, and of other servers'
+// tools, are kept.
 const MaxNameClaims = 100_000
 
 // claimNames gives the exposed tools of s that have no name yet theirs:
@@ -513,13 +514,14 @@ func (v *ToolView) claimNames(s *serverEntry) {
 	}
 	v.names.Claim(fresh)
 	if n := v.names.Len(); n > MaxNameClaims && n > 2*v.visible {
-		exposed := make(map[ToolRef]bool, v.visible)
-		for _, s := range v.servers {
-			for _, t := range s.state.Tools {
-				exposed[ToolRef{Server: s.state.Name, Tool: t.Name}] = true
-			}
+		// Only s's own names are forgotten: a server renaming its tools
+		// forever evicts its own old names, never the name of another
+		// server's tool while that server is away.
+		exposed := make(map[string]bool, len(s.state.Tools))
+		for _, t := range s.state.Tools {
+			exposed[t.Name] = true
 		}
-		v.names.Forget(func(r ToolRef) bool { return exposed[r] })
+		v.names.Forget(func(r ToolRef) bool { return r.Server != s.state.Name || exposed[r.Tool] })
 	}
 }
 
