@@ -559,8 +559,9 @@ func IsCredentialName(name string) bool {
 	return credentialParam.MatchString(name)
 }
 
-// RedactURL replaces the values of credential-like query parameters, any
-// user info and, in a URL with a host, every path segment that looks like
+// RedactURL replaces the values of credential-like query parameters (and
+// of such pairs in a fragment, #access_token=…), any user info and, in a
+// URL with a host, every path segment that looks like
 // an opaque credential (https://host/s/<redacted>/mcp; see opaqueSegment)
 // of raw with [Redacted]. Strings that do not parse as URLs are passed
 // through [RedactText]. A URL with nothing to redact is returned as
@@ -573,7 +574,12 @@ func RedactURL(raw string) string {
 	if err != nil || u.Scheme == "" {
 		return RedactText(raw)
 	}
-	return redactPath(redactURLCredentials(raw, u))
+	s := redactPath(redactURLCredentials(raw, u))
+	if i := strings.IndexByte(s, '#'); i >= 0 && strings.Contains(s[i:], "=") {
+		// A fragment in the form of a query (#access_token=…).
+		s = s[:i] + redactPairs(s[i:])
+	}
+	return s
 }
 
 // redactURLCredentials is RedactURL without the path rule; u is raw
@@ -639,6 +645,12 @@ func RedactText(s string) string {
 		return s
 	}
 	s = userInfo.ReplaceAllString(s, "${1}"+Redacted+"@")
+	return redactPairs(s)
+}
+
+// redactPairs redacts the values of the credential-like name=value pairs
+// in s.
+func redactPairs(s string) string {
 	return inlineParam.ReplaceAllStringFunc(s, func(m string) string {
 		name, _, _ := strings.Cut(m, "=")
 		if IsCredentialName(name) {

@@ -214,6 +214,8 @@ func TestRedactURLPath(t *testing.T) {
 		{"https://h/s/${SECRET_PATH_1}/mcp", "https://h/s/${SECRET_PATH_1}/mcp"},
 		{"https://h:8443", "https://h:8443"},
 		{"file:///home/u/report2024q3final.txt", "file:///home/u/report2024q3final.txt"}, // no host: a file name, not a credential
+		{"https://h/mcp#access_token=FRAGsecret1234&x=1", "https://h/mcp#access_token=" + Redacted + "&x=1"},
+		{"https://h/mcp#section-2", "https://h/mcp#section-2"},
 	} {
 		if got := RedactURL(c.in); got != c.want {
 			t.Errorf("RedactURL(%q)\n got %q\nwant %q", c.in, got, c.want)
