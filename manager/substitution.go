@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -78,6 +79,10 @@ type resolved struct {
 	lists *strings.Replacer
 }
 
+// schemeCredential matches a header value made of an authorization scheme
+// and one credential: "Bearer …", "Basic …", "Token …".
+var schemeCredential = regexp.MustCompile(`^\s*[A-Za-z][A-Za-z0-9_-]*\s+(\S+)\s*$`)
+
 // minSecretLen is the shortest value scrubbed from error texts; shorter
 // values ("1", "on") would garble messages without protecting anything.
 const minSecretLen = 4
@@ -107,6 +112,11 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 				continue
 			}
 			secrets = append(secrets, rv)
+			if m := schemeCredential.FindStringSubmatch(rv); kind == "header" && m != nil {
+				// A server may say the credential back without its
+				// scheme ("Bearer …").
+				secrets = append(secrets, m[1])
+			}
 			out[k] = rv
 		}
 		return out
