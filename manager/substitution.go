@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/oauth"
 )
 
 // Resolver resolves one env or header value of a server configuration at
@@ -77,6 +78,19 @@ type resolved struct {
 	// lists replaces the secrets that are looked for in server-supplied
 	// texts (see listSecret), in their plain and JSON-escaped forms.
 	lists *strings.Replacer
+}
+
+// scrubOAuth replaces the tokens and secrets that the connection's OAuth
+// handler has seen so far in s; they change as tokens are refreshed, so
+// they are asked for each time.
+func (r resolved) scrubOAuth(s string) string {
+	if r.oauth == nil {
+		return s
+	}
+	for _, secret := range oauth.Secrets(r.oauth) {
+		s = strings.ReplaceAll(s, secret, events.Redacted)
+	}
+	return s
 }
 
 // schemeCredential matches a header value made of an authorization scheme
@@ -218,5 +232,5 @@ func (r resolved) scrubText(s string) string {
 	if r.scrub != nil {
 		s = r.scrub.Replace(s)
 	}
-	return events.RedactText(s)
+	return events.RedactText(r.scrubOAuth(s))
 }
