@@ -372,8 +372,26 @@ func RedactArgs(args []string) []string {
 			continue
 		}
 		out[i] = redactHeaderLine(RedactText(a))
+		if flag, v, ok := flagValue(out[i]); ok {
+			out[i] = flag + redactHeaderLine(RedactText(v))
+		}
 	}
 	return out
+}
+
+// flagValue splits a --flag=value argument after its "=", so that a value
+// that is itself a header line ("--header=X-Api-Key: …") or a name=value
+// pair ("--env=GITHUB_TOKEN=…") is redacted as a separate argument would
+// be.
+func flagValue(arg string) (flag, value string, ok bool) {
+	if !strings.HasPrefix(arg, "-") {
+		return "", "", false
+	}
+	i := strings.IndexByte(arg, '=')
+	if i < 0 || strings.ContainsAny(arg[:i], " :") {
+		return "", "", false
+	}
+	return arg[:i+1], arg[i+1:], true
 }
 
 // ArgSecrets returns the literal secrets that [RedactArgs] takes out of
@@ -388,17 +406,25 @@ func ArgSecrets(args []string) []string {
 			out = append(out, a)
 			continue
 		}
-		if m := headerLine.FindStringSubmatch(a); m != nil && IsCredentialName(m[1]) && m[2] != "" && !onlyReferences(m[2]) {
-			out = append(out, m[2])
+		parts := []string{a}
+		if _, v, ok := flagValue(a); ok {
+			parts = append(parts, v)
+		}
+		for _, p := range parts {
+			if m := headerLine.FindStringSubmatch(p); m != nil && IsCredentialName(m[1]) && m[2] != "" && !onlyReferences(m[2]) {
+				out = append(out, m[2])
+			}
 		}
 		for _, m := range authScheme.FindAllStringSubmatch(a, -1) {
 			if !onlyReferences(m[2]) {
 				out = append(out, m[2])
 			}
 		}
-		for _, m := range inlineParam.FindAllStringSubmatch(a, -1) {
-			if IsCredentialName(m[1]) && !onlyReferences(m[2]) {
-				out = append(out, m[2])
+		for _, p := range parts {
+			for _, m := range inlineParam.FindAllStringSubmatch(p, -1) {
+				if IsCredentialName(m[1]) && !onlyReferences(m[2]) {
+					out = append(out, m[2])
+				}
 			}
 		}
 		for _, u := range urlInText.FindAllString(a, -1) {
@@ -521,7 +547,7 @@ func redactPath(u string) string {
 // credentialParam matches query-parameter, header and variable names that
 // look like credentials: GITHUB_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY,
 // GITHUB_PAT, DB_PASSWORD, PGPASS, DATABASE_DSN, apiKey, access_token, ….
-var credentialParam = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|passphrase|auth|credential|session|signature|sig$|bearer|cookie|(^|[_.-])pat$|(^|[_.-]|^pg)pass$|dsn$|conn(ection)?_?str)`)
+var credentialParam = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|passphrase|auth|credential|session|signature|sig$|bearer|cookie|(^|[_.-])pat$|(^|[_.-]|^pg)pass$|dsn$|conn(ection)?[_-]?str)`)
 
 // IsCredentialName reports whether a parameter, header or variable name
 // looks like it carries a credential.
@@ -533,8 +559,9 @@ func IsCredentialName(name string) bool {
 	return credentialParam.MatchString(name)
 }
 
-// RedactURL replaces the values of credential-like query parameters, any
-// user info and, in a URL with a host, every path segment that looks like
+// RedactURL replaces the values of credential-like query parameters (and
+// of such pairs in a fragment, #access_token=…), any user info and, in a
+// URL with a host, every path segment that looks like
 // an opaque credential (https://host/s/<redacted>/mcp; see opaqueSegment)
 // of raw with [Redacted]. Strings that do not parse as URLs are passed
 // through [RedactText]. A URL with nothing to redact is returned as
@@ -547,7 +574,12 @@ func RedactURL(raw string) string {
 	if err != nil || u.Scheme == "" {
 		return RedactText(raw)
 	}
-	return redactPath(redactURLCredentials(raw, u))
+	s := redactPath(redactURLCredentials(raw, u))
+	if i := strings.IndexByte(s, '#'); i >= 0 && strings.Contains(s[i:], "=") {
+		// A fragment in the form of a query (#access_token=…).
+		s = s[:i] + redactPairs(s[i:])
+	}
+	return s
 }
 
 // redactURLCredentials is RedactURL without the path rule; u is raw
@@ -592,7 +624,9 @@ func redactQuery(q string) string {
 
 // inlineParam finds name=value pairs with credential-like names inside free
 // text, such as a URL quoted in an error message or passed as an argument.
-var inlineParam = regexp.MustCompile(`([A-Za-z0-9_.\-]+)=([^&\s"'<>]+)`)
+// A value ends at "&" or ";", which separate the pairs of a query or of a
+// connection string ("Server=db;Password=…"), or at white space or a quote.
+var inlineParam = regexp.MustCompile(`([A-Za-z0-9_.\-]+)=([^&;\s"'<>]+)`)
 
 // userInfo finds user:password@ in URLs inside free text.
 var userInfo = regexp.MustCompile(`(://)[^/@\s"']+@`)
@@ -611,6 +645,12 @@ func RedactText(s string) string {
 		return s
 	}
 	s = userInfo.ReplaceAllString(s, "${1}"+Redacted+"@")
+	return redactPairs(s)
+}
+
+// redactPairs redacts the values of the credential-like name=value pairs
+// in s.
+func redactPairs(s string) string {
 	return inlineParam.ReplaceAllStringFunc(s, func(m string) string {
 		name, _, _ := strings.Cut(m, "=")
 		if IsCredentialName(name) {

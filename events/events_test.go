@@ -186,6 +186,14 @@ func TestRedactArgs(t *testing.T) {
 		{[]string{"Bearer abcdef123"}, []string{"Bearer " + Redacted}},
 		{[]string{"https://mcp.example.invalid/s/PATHsecret8888/mcp"}, []string{"https://mcp.example.invalid/s/" + Redacted + "/mcp"}},
 		{[]string{"server", "stdio", "/tmp/data", "--mode", "fast", "mcp-server-v2"}, []string{"server", "stdio", "/tmp/data", "--mode", "fast", "mcp-server-v2"}},
+		// A --flag=value whose value is a header line or a name=value pair.
+		{[]string{"--header=X-Api-Key: hdrEQsecret1234"}, []string{"--header=X-Api-Key: " + Redacted}},
+		{[]string{"--header=Authorization:Token hdrEQsecret1234"}, []string{"--header=Authorization: " + Redacted}},
+		{[]string{"--env=GITHUB_TOKEN=ghp_ENVeqsecret1234"}, []string{"--env=GITHUB_TOKEN=" + Redacted}},
+		{[]string{"--header=Authorization: Bearer ${TOKEN}", "--mode=fast"}, []string{"--header=Authorization: Bearer ${TOKEN}", "--mode=fast"}},
+		// A connection string's pairs are separated by ";".
+		{[]string{"--connection-string", "Server=db;Password=CONNsecret1234;"}, []string{"--connection-string", Redacted}},
+		{[]string{"--db", "Server=db;User Id=sa;Password=CONNsecret1234;Encrypt=true"}, []string{"--db", "Server=db;User Id=sa;Password=" + Redacted + ";Encrypt=true"}},
 		{nil, nil},
 	} {
 		if got := RedactArgs(c.in); !slices.Equal(got, c.want) {
@@ -206,6 +214,8 @@ func TestRedactURLPath(t *testing.T) {
 		{"https://h/s/${SECRET_PATH_1}/mcp", "https://h/s/${SECRET_PATH_1}/mcp"},
 		{"https://h:8443", "https://h:8443"},
 		{"file:///home/u/report2024q3final.txt", "file:///home/u/report2024q3final.txt"}, // no host: a file name, not a credential
+		{"https://h/mcp#access_token=FRAGsecret1234&x=1", "https://h/mcp#access_token=" + Redacted + "&x=1"},
+		{"https://h/mcp#section-2", "https://h/mcp#section-2"},
 	} {
 		if got := RedactURL(c.in); got != c.want {
 			t.Errorf("RedactURL(%q)\n got %q\nwant %q", c.in, got, c.want)
@@ -219,8 +229,9 @@ func TestRedactURLPath(t *testing.T) {
 
 func TestArgSecrets(t *testing.T) {
 	got := ArgSecrets([]string{"x", "--api-key", "sk-live-1", "--token=t0k", "-H", "Authorization: Bearer b3ar", "--key", "${K}",
-		"https://h1234abcd5678.example/s/PATHsecret8888/mcp?mode=fast"})
-	want := []string{"sk-live-1", "t0k", "Bearer b3ar", "b3ar", "PATHsecret8888"}
+		"https://h1234abcd5678.example/s/PATHsecret8888/mcp?mode=fast",
+		"--header=X-Api-Key: hdr3q", "--env=GITHUB_TOKEN=gh3q", "Server=db;Password=pw3q;"})
+	want := []string{"sk-live-1", "t0k", "Bearer b3ar", "b3ar", "PATHsecret8888", "hdr3q", "gh3q", "pw3q"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ArgSecrets = %q, want %q", got, want)
 	}

@@ -6,9 +6,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/oauthfixture"
@@ -149,5 +154,61 @@ func TestLoginFailureRecorded(t *testing.T) {
 	}
 	if st := e.m.Status("tracker"); st != projector.StatusNeedsAuth || !slices.Equal(e.m.NeedsAuth(), []string{"tracker"}) {
 		t.Fatalf("status %s, waiting %v", st, e.m.NeedsAuth())
+	}
+}
+
+// TestEchoedOAuthTokenScrubbed: a server that says back the bearer token
+// it was sent, in its instructions, a tool's description and a call's
+// JSON-RPC error, does not get the stored OAuth token into an event.
+func TestEchoedOAuthTokenScrubbed(t *testing.T) {
+	const token = "at-ECHOED7oauth9Token"
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		said := "you sent " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, &mcp.ServerOptions{Instructions: said})
+		s.AddTool(&mcp.Tool{Name: "t", Description: said, InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return nil, &jsonrpc.Error{Code: -32000, Message: said}
+			})
+		return s
+	}, &mcp.StreamableHTTPOptions{JSONResponse: true}))
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/mcp"
+	store := oauth.NewMemoryStore()
+	if err := store.Save(context.Background(), &oauth.Entry{ServerURL: url, Issuer: srv.URL,
+		Token: oauth.Token{AccessToken: token, TokenType: "Bearer"}, Grant: events.GrantAuthorizationCode}); err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a, err := oauth.New(&oauth.Options{Store: store, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, &Options{OAuth: a, Logger: log})
+	ctx := testCtx(t)
+	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{{Name: "echo", Type: events.TransportHTTP, URL: url}}, nil)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(res, err)
+	}
+	if s := e.m.Instructions("echo"); s != "you sent "+events.Redacted {
+		t.Fatalf("instructions %q: the server did not get the token, or it was kept", s)
+	}
+	out, err := tool(t, e.m, "mcp_echo_t").Call(ctx, map[string]any{})
+	if err != nil || !out.IsError {
+		t.Fatalf("call: %+v, %v", out, err)
+	}
+	fin := ofType[*events.ToolCallFinished](e, e.session)
+	if len(fin) != 1 || !strings.Contains(fin[0].Error, "you sent") {
+		t.Fatalf("ToolCallFinished = %+v", fin)
+	}
+	var stored strings.Builder
+	for _, env := range e.events(e.session) {
+		stored.Write(env.Data)
+	}
+	if !strings.Contains(stored.String(), "you sent") {
+		t.Fatal("nothing the server said was recorded")
+	}
+	if strings.Contains(stored.String(), token) || strings.Contains(logs.String(), token) {
+		t.Errorf("the OAuth token reached an event or a log:\n%s", stored.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -56,6 +57,26 @@ func TestScrubberRemovesResolvedValues(t *testing.T) {
 	for _, s := range []string{"resolved-secret-value", "sekrit", "abc"} {
 		if strings.Contains(got, s) {
 			t.Errorf("scrubbed text %q still contains %q", got, s)
+		}
+	}
+}
+
+// A header's credential is a secret on its own too: a server that says
+// back the token of "Authorization: Bearer …" without the scheme, in an
+// error or in what it tells about itself, does not get it recorded.
+func TestScrubberRemovesHeaderCredential(t *testing.T) {
+	t.Setenv("MYVAR", "Hh7Plain9Tok2")
+	res := resolveConfig(context.Background(), "s", events.ServerConfig{
+		Headers: map[string]string{"Authorization": "Bearer Lit4Bearer8Tok", "X-Other": "Token ${MYVAR}"},
+	}, ResolverFunc(func(_ context.Context, v string) (string, error) {
+		return os.ExpandEnv(v), nil
+	}), discardLogger())
+	text := "token Lit4Bearer8Tok, other Hh7Plain9Tok2"
+	for name, got := range map[string]string{"scrubText": res.scrubText(text), "scrubListed": res.scrubListed(text)} {
+		for _, s := range []string{"Lit4Bearer8Tok", "Hh7Plain9Tok2"} {
+			if strings.Contains(got, s) {
+				t.Errorf("%s = %q: still contains %q", name, got, s)
+			}
 		}
 	}
 }

@@ -81,7 +81,7 @@ func (r resolved) scrubListed(s string) string {
 	if r.lists != nil {
 		s = r.lists.Replace(s)
 	}
-	return events.RedactText(s)
+	return events.RedactText(r.scrubOAuth(s))
 }
 
 // scrubListedURL is scrubListed for a URI, whose credential-like query

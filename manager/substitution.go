@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/oauth"
 )
 
 // Resolver resolves one env or header value of a server configuration at
@@ -78,6 +80,23 @@ type resolved struct {
 	lists *strings.Replacer
 }
 
+// scrubOAuth replaces the tokens and secrets that the connection's OAuth
+// handler has seen so far in s; they change as tokens are refreshed, so
+// they are asked for each time.
+func (r resolved) scrubOAuth(s string) string {
+	if r.oauth == nil {
+		return s
+	}
+	for _, secret := range oauth.Secrets(r.oauth) {
+		s = strings.ReplaceAll(s, secret, events.Redacted)
+	}
+	return s
+}
+
+// schemeCredential matches a header value made of an authorization scheme
+// and one credential: "Bearer …", "Basic …", "Token …".
+var schemeCredential = regexp.MustCompile(`^\s*[A-Za-z][A-Za-z0-9_-]*\s+(\S+)\s*$`)
+
 // minSecretLen is the shortest value scrubbed from error texts; shorter
 // values ("1", "on") would garble messages without protecting anything.
 const minSecretLen = 4
@@ -107,6 +126,11 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 				continue
 			}
 			secrets = append(secrets, rv)
+			if m := schemeCredential.FindStringSubmatch(rv); kind == "header" && m != nil {
+				// A server may say the credential back without its
+				// scheme ("Bearer …").
+				secrets = append(secrets, m[1])
+			}
 			out[k] = rv
 		}
 		return out
@@ -208,5 +232,5 @@ func (r resolved) scrubText(s string) string {
 	if r.scrub != nil {
 		s = r.scrub.Replace(s)
 	}
-	return events.RedactText(s)
+	return events.RedactText(r.scrubOAuth(s))
 }

@@ -237,6 +237,20 @@ func (h *handler) addSecret(ss ...string) {
 	}
 }
 
+// Secrets returns every token, code and client secret that h, a handler
+// from [Authorizer.Handler], has seen so far (nil for any other handler),
+// so that a client can keep them out of what it records of the
+// connection: a server may say back the token it was sent.
+func Secrets(h auth.OAuthHandler) []string {
+	ours, ok := h.(*handler)
+	if !ok {
+		return nil
+	}
+	ours.mu.Lock()
+	defer ours.mu.Unlock()
+	return slices.Clone(ours.secrets)
+}
+
 // scrub returns err with every secret the handler saw replaced.
 func (h *handler) scrub(err error) error {
 	if err == nil {
