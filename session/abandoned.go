@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
@@ -143,6 +144,12 @@ func hostGone(host events.ProcessRef) bool {
 	return !ok || id.StartTime != host.StartTime
 }
 
+// bornMargin is how long past a server's connect a process that started
+// in its group is still taken for born into it: the host first looks at
+// a server's descendants half a second after the connect, and start
+// times are counted in ticks.
+const bornMargin = time.Second
+
 // reapSession marks the abandoned session id, kills what it left running
 // and records what was killed. marked is false when the session was not
 // marked: it was closed or marked meanwhile (then err is nil), or the
@@ -153,6 +160,7 @@ func reapSession(ctx context.Context, j *journal.Journal, id, detectedBy string)
 	// means its teardown was done.
 	procs := map[string][]proc.Identity{}
 	pgids := map[string]int{}
+	born := map[string]proc.GroupSpan{}
 	var version uint64
 	for env, err := range st.ReadStream(ctx, id, 1) {
 		if err != nil {
@@ -172,9 +180,18 @@ func reapSession(ctx context.Context, j *journal.Journal, id, detectedBy string)
 		switch e := ev.(type) {
 		case *events.ServerConnected:
 			delete(procs, e.Server)
+			delete(born, e.Server)
 			pgids[e.Server] = e.Pgid
 			if e.Pid > 0 {
 				procs[e.Server] = []proc.Identity{{Pid: e.Pid, Pgid: e.Pgid, StartTime: e.StartTime}}
+			}
+			if e.Pgid == e.Pid && e.Pid > 0 && e.StartTime != 0 {
+				// What started in the server's group from its start to a
+				// little past its connect, when it ran as its leader, was
+				// born into that group: a child that cleared its
+				// environment before the host first looked at the
+				// server's descendants goes with the group too.
+				born[e.Server] = proc.GroupSpan{Pgid: e.Pgid, From: e.StartTime, To: e.StartTime + proc.Ticks(e.Duration+bornMargin)}
 			}
 		case *events.ProcessesSeen:
 			// A descendant still in the server's group takes the group
@@ -185,6 +202,7 @@ func reapSession(ctx context.Context, j *journal.Journal, id, detectedBy string)
 			}
 		case *events.Disconnected:
 			delete(procs, e.Server)
+			delete(born, e.Server)
 		case *events.SessionClosed, *events.SessionAbandoned:
 			return nil, false, nil // closed or marked since the look by type
 		}
@@ -209,7 +227,11 @@ func reapSession(ctx context.Context, j *journal.Journal, id, detectedBy string)
 	for _, server := range slices.Sorted(maps.Keys(procs)) {
 		ids = append(ids, procs[server]...)
 	}
-	killed, reapErr := proc.Reap(ids, &proc.ReapOptions{Session: id})
+	var spans []proc.GroupSpan
+	for _, server := range slices.Sorted(maps.Keys(born)) {
+		spans = append(spans, born[server])
+	}
+	killed, reapErr := proc.Reap(ids, &proc.ReapOptions{Session: id, Born: spans})
 	reaped = make([]events.ProcessRef, 0, len(killed))
 	for _, k := range killed {
 		reaped = append(reaped, events.ProcessRef{Pid: k.Pid, StartTime: k.StartTime})

@@ -445,3 +445,59 @@ func TestStartRecordsItsPidNamespace(t *testing.T) {
 		t.Errorf("first event %#v, want SessionStarted with PID namespace %d", evs[0], events.PidNamespace())
 	}
 }
+
+// TestReapAbandonedKillsWhatWasBornIntoTheServersGroup: the host recorded
+// only its server, a shell that has exited since, and what it left in
+// its group cleared its environment, so nothing there is recorded or
+// carries the session's id: it started between the server's start and
+// its connect, so it was born into the recorded group, and it is killed
+// with it. The same group recorded as connected long before that process
+// started is left alone: its id might name another group by then.
+func TestReapAbandonedKillsWhatWasBornIntoTheServersGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before uint64 // ticks the recorded start is moved back
+		killed bool
+	}{
+		{"born during the connect", 0, true},
+		{"born long after the connect", 100 * 3600, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, st := newJournal(t)
+			begin := time.Now()
+			server, started, exited := startTagged(t, "old", `env -i `+stays("cleared")+` &`, 1)
+			connected := time.Since(begin)
+			<-exited
+			cleared := started["cleared"]
+			if cleared.Pgid != server.Pid {
+				t.Fatalf("%v is not in the group %d", cleared, server.Pid)
+			}
+			record(t, j, "old",
+				&events.SessionStarted{Cwd: "/w", Host: deadHost(t)},
+				&events.ServerConnected{Server: "a", Pid: server.Pid, Pgid: server.Pgid, StartTime: server.StartTime - min(tc.before, server.StartTime-1), Duration: connected},
+			)
+
+			found, err := session.ReapAbandoned(t.Context(), j, "new")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(found) != 1 || found[0].Session != "old" {
+				t.Fatalf("found %+v, want session old", found)
+			}
+			ref := events.ProcessRef{Pid: cleared.Pid, StartTime: cleared.StartTime}
+			if got := slices.Contains(found[0].Reaped, ref); got != tc.killed {
+				t.Errorf("reaped %v: contains %v = %v, want %v", found[0].Reaped, ref, got, tc.killed)
+			}
+			if tc.killed && !goneWithin(cleared, 10*time.Second) {
+				t.Errorf("the process that cleared its environment (pid %d) still runs", cleared.Pid)
+			}
+			if !tc.killed && goneWithin(cleared, 0) {
+				t.Errorf("the process born after the span (pid %d) was killed", cleared.Pid)
+			}
+			_, evs := streamEvents(t, st, "old")
+			if _, ok := evs[len(evs)-1].(*events.OrphansReaped); !ok {
+				t.Errorf("old's stream ends with %#v, want OrphansReaped", evs[len(evs)-1])
+			}
+		})
+	}
+}

@@ -15,7 +15,10 @@ import (
 // recorded with an unknown start time, 0, is left alone), and, with
 // opts.Session set, every process of this user whose environment
 // carries that session's id ([SessionEnv]), which finds what was never
-// recorded. A process found either way is the session's.
+// recorded, and, with opts.Born, every live member of a group it names
+// whose leader is gone and that started in the span given, which finds
+// what was never recorded and cleared its environment. A process found
+// any of these ways is the session's.
 //
 // A process group is killed as a whole too, with all its members: the
 // group of a process of the session, or a recorded one, when its leader
@@ -90,6 +93,21 @@ func Reap(ids []Identity, opts *ReapOptions) (killed []Identity, err error) {
 	for _, pid := range mine {
 		if !ours[pid] && !spared[pid] && hasEnvEntry(pid, entry) {
 			ours[pid] = true
+		}
+	}
+	// And those born, in a span of o.Born, into a recorded group whose
+	// leader is gone.
+	for _, b := range o.Born {
+		if b.Pgid <= 1 || sparedGroups[b.Pgid] {
+			continue
+		}
+		if leader, ok := procs[b.Pgid]; ok && !leader.dead() {
+			continue
+		}
+		for pid, st := range procs {
+			if st.pgid == b.Pgid && !st.dead() && !spared[pid] && st.start >= b.From && st.start <= b.To {
+				ours[pid] = true
+			}
 		}
 	}
 

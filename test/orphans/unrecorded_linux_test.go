@@ -306,6 +306,37 @@ func TestHostKilledRightAfterConnectLeavesNothing(t *testing.T) {
 	reapByNextRun(t, dir, db, session, mark)
 }
 
+// TestHostKilledRightAfterConnectLeavesNothingOfAServerThatClearedItsEnvironment:
+// as TestHostKilledRightAfterConnectLeavesNothing, for a wrapper that
+// starts the real server with a cleared environment (env -i), so neither
+// it nor its child carries the session's id, and the host recorded
+// neither: they were born into the server's group while it connected, so
+// the next host kills them with the group.
+func TestHostKilledRightAfterConnectLeavesNothingOfAServerThatClearedItsEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "events.db")
+	mark := newMark(t)
+	fcmd, fargs := fixturetest.Command(t, "only=echo", "linger-on-eof", "spawn-child")
+	wrapper := append([]string{"-c", `env -i PATH="$PATH" MCPLIFE_TEST_MARK="$MCPLIFE_TEST_MARK" "$@" 2>/dev/null; true`, "sh", fcmd}, fargs...)
+	cfg := writeJSON(t, filepath.Join(dir, "servers.json"), map[string]any{"mcpServers": map[string]any{
+		"cleared": map[string]any{"command": "sh", "args": wrapper, "env": map[string]string{"MCPLIFE_TEST_MARK": mark}},
+	}})
+	h := startRunning(t, dir, nil, "--db", db, "run", "--gate", "1m", "--cwd", dir, "--config", cfg)
+	session := h.session()
+	// The group is known from ServerConnected: the kill comes once it is
+	// stored (and, but for a slow machine, before the host's first look
+	// at the server's descendants).
+	deadline := time.Now().Add(startLimit)
+	for !slices.ContainsFunc(sessionEvents(t, db, session), func(ev events.Event) bool { _, ok := ev.(*events.ServerConnected); return ok }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no ServerConnected stored after %s\n%s", startLimit, h.output())
+		}
+		time.Sleep(pollEvery)
+	}
+	h.kill()
+	reapByNextRun(t, dir, db, session, mark)
+}
+
 // TestHostKilledRightAfterAReloadAddedAServerLeavesNothing: as
 // TestHostKilledRightAfterConnectLeavesNothing, for a server that a
 // config edit added while the host ran.
