@@ -27,7 +27,11 @@ func getThroughDepth(t *testing.T, contentType, body string) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	got, err := io.ReadAll(iotest.OneByteReader(resp.Body))
+	r := resp.Body
+	if len(body) < 1<<20 {
+		r = io.NopCloser(iotest.OneByteReader(resp.Body))
+	}
+	got, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +128,19 @@ func TestDepthTransportEventStream(t *testing.T) {
 				t.Errorf("line %d: got %.200q, want %.200q", i, g, w)
 			}
 		}
+	}
+}
+
+// TestDepthTransportPassesWhatItDoesNotHold: a JSON body or an event over
+// the go-sdk's bound on one event is passed as it is, unchecked, for the
+// go-sdk to bound: the rewriting holds no more than that.
+func TestDepthTransportPassesWhatItDoesNotHold(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":3,"result":` + deepJSON(1500) + `,"text":"` + strings.Repeat("a", maxCheckedMessage) + `"}`
+	if got := getThroughDepth(t, "application/json", big); got != big {
+		t.Errorf("JSON body of %d bytes changed to %d bytes: %.100q", len(big), len(got), got)
+	}
+	stream := "id: 1\ndata: " + big + "\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":" + deepJSON(1500) + "}\n\n"
+	if got := getThroughDepth(t, "text/event-stream", stream); got != stream {
+		t.Errorf("event stream of %d bytes changed to %d bytes: %.100q", len(stream), len(got), got)
 	}
 }
