@@ -401,6 +401,9 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		st.log = m.log.With("server", s.name)
 		st.server, st.maxMessage, st.session = s.name, m.opts.MaxMessageSize, m.session
 	}
+	if pt, ok := t.(*pooledTransport); ok && pt.depth != nil {
+		pt.depth.log = m.log.With("server", s.name)
+	}
 	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res,
 		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1), surfaceReady: make(chan struct{})}
 	signal := func(ch chan struct{}) {

@@ -186,7 +186,7 @@ func TestRedirectsKeepHeadersOnlyOnTheirOrigin(t *testing.T) {
 	home = srv.URL
 	mu.Unlock()
 
-	client, pool := httpClient("fx", srv.URL+"/mcp", configuredHeaders, false)
+	client, pool, _ := httpClient("fx", srv.URL+"/mcp", configuredHeaders, false)
 	defer pool.CloseIdleConnections()
 	for _, c := range []struct {
 		path string

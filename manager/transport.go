@@ -47,10 +47,10 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 		}
 		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir}, nil
 	case events.TransportHTTP:
-		client, pool := httpClient(name, cfg.URL, res.headers, false)
-		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries, OAuthHandler: res.oauth}, pool: pool}, nil
+		client, pool, depth := httpClient(name, cfg.URL, res.headers, false)
+		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries, OAuthHandler: res.oauth}, pool: pool, depth: depth}, nil
 	case events.TransportSSE:
-		client, pool := httpClient(name, cfg.URL, res.headers, true)
+		client, pool, depth := httpClient(name, cfg.URL, res.headers, true)
 		if res.oauth != nil {
 			// The go-sdk's SSE client takes no OAuth handler: its HTTP
 			// client authorizes each request instead, sending the token to
@@ -59,7 +59,7 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 			// without the token.
 			client.Transport = oauth.Transport(client.Transport, res.oauth)
 		}
-		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool}, nil
+		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool, depth: depth}, nil
 	default:
 		return nil, fmt.Errorf("MCP server %q: unknown server type %q", name, t)
 	}
@@ -96,16 +96,19 @@ const httpStreamRetries = 1
 // headers on every request to endpoint's origin and on no other request,
 // and sends an Authorization header to no other origin (see
 // [originTransport]); with sse, it refuses a message endpoint on another
-// origin.
-func httpClient(name, endpoint string, headers map[string]string, sse bool) (*http.Client, *http.Transport) {
+// origin. Messages nested too deep for the go-sdk are taken out of its
+// responses (see [depthTransport], returned too, so that the caller can
+// give it the server's logger).
+func httpClient(name, endpoint string, headers map[string]string, sse bool) (*http.Client, *http.Transport, *depthTransport) {
 	pool := http.DefaultTransport.(*http.Transport).Clone()
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		u = &url.URL{} // matches no request's origin: the headers are never sent
 	}
+	depth := &depthTransport{base: pool, server: name}
 	return &http.Client{Transport: &originTransport{
-		base: pool, server: name, configured: u, origin: originOf(u), headers: headers, refuseOther: sse,
-	}}, pool
+		base: depth, server: name, configured: u, origin: originOf(u), headers: headers, refuseOther: sse,
+	}}, pool, depth
 }
 
 // pooledTransport is an HTTP transport together with its connection pool.
@@ -114,7 +117,8 @@ func httpClient(name, endpoint string, headers map[string]string, sse bool) (*ht
 // connections after closing the session.
 type pooledTransport struct {
 	mcp.Transport
-	pool *http.Transport
+	pool  *http.Transport
+	depth *depthTransport // gets the server's logger before Connect
 }
 
 // sseTransport is the legacy HTTP+SSE transport with its event stream

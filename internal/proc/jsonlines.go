@@ -202,30 +202,58 @@ func (f *JSONLines) endOversized() {
 // place.
 func (f *JSONLines) discardDeep(msg []byte) {
 	f.deep++
+	_, what, answer := TooDeep(f.server, msg)
+	f.log.Warn("MCP server sent a stdout message nested too deep; discarded", "bytes", len(msg), "maxDepth", maxJSONDepth)
+	f.note(fmt.Sprintf("discarded a stdout %s of %d bytes nested more than %d levels deep", what, len(msg), maxJSONDepth))
+	if answer != nil {
+		f.out = append(answer, '\n')
+	}
+}
+
+// TooDeep reports whether msg, one JSON-RPC message of the server named
+// server, nests objects and arrays deeper than the go-sdk decodes (1000
+// levels), which would end the connection it arrived on. When it does,
+// what is "result" for a response with a result and "message" otherwise,
+// and, when msg answers a request, answer is the JSON-RPC error response
+// with its id that is to take its place (without a line end), saying it
+// was nested too deep; msg without an answer (a request or a
+// notification) is to be dropped. What follows the too-deep part of msg
+// is not checked. It is safe for concurrent use.
+func TooDeep(server string, msg []byte) (tooDeep bool, what string, answer []byte) {
+	if _, tooDeep = checkJSONRPC(msg); !tooDeep {
+		return false, "", nil
+	}
 	var top topLevelScan
 	top.feed(msg)
-	what := "message"
+	what = "message"
 	if top.hasResult {
 		what = "result"
 	}
-	f.log.Warn("MCP server sent a stdout message nested too deep; discarded", "bytes", len(msg), "maxDepth", maxJSONDepth)
-	f.note(fmt.Sprintf("discarded a stdout %s of %d bytes nested more than %d levels deep", what, len(msg), maxJSONDepth))
-	f.answer(&top, fmt.Sprintf("MCP server %q sent a %s nested too deep (more than %d levels of objects and arrays); it was discarded",
-		f.server, what, maxJSONDepth))
+	return true, what, errorAnswer(&top, fmt.Sprintf("MCP server %q sent a %s nested too deep (more than %d levels of objects and arrays); it was discarded",
+		server, what, maxJSONDepth))
 }
 
 // answer passes on an error response with message in place of the
 // discarded message top scanned, when that was a response to a request.
 func (f *JSONLines) answer(top *topLevelScan, message string) {
+	if resp := errorAnswer(top, message); resp != nil {
+		f.out = append(resp, '\n')
+	}
+}
+
+// errorAnswer returns the error response with message that takes the
+// place of the discarded message top scanned, when that was a response to
+// a request, and nil otherwise.
+func errorAnswer(top *topLevelScan, message string) []byte {
 	id, ok := top.responseID()
 	if !ok {
-		return
+		return nil
 	}
 	resp, err := json.Marshal(errorResponse{Version: "2.0", ID: id, Error: responseError{Code: codeInternalError, Message: message}})
 	if err != nil {
-		return // a valid id and a string cannot fail to marshal
+		return nil // a valid id and a string cannot fail to marshal
 	}
-	f.out = append(resp, '\n')
+	return resp
 }
 
 // errorResponse is a JSON-RPC error response.
