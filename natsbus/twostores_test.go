@@ -141,6 +141,35 @@ func TestTwoStoresOneTopic(t *testing.T) {
 			return st, path
 		})
 	})
+	t.Run("copied sqlite file", func(t *testing.T) {
+		// b.db is a copy of a.db made before either recorded anything
+		// (a file every user starts from): both hand out sequences from 1.
+		dir := t.TempDir()
+		testTwoStores(t, url, "sqlite", func(name string) (store.Store, string) {
+			path := filepath.Join(dir, name+".db")
+			if name == "a" {
+				st, err := sqlite.Open(path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				data, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "b.db"), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := sqlite.Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st, path
+		})
+	})
 	t.Run("postgres", func(t *testing.T) {
 		testTwoStores(t, url, "postgres", func(string) (store.Store, string) {
 			// A database of its own with the default schema, as two

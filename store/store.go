@@ -8,6 +8,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"iter"
 	"time"
@@ -110,14 +112,31 @@ type Snapshotter interface {
 // PostgreSQL schema) and kept there, so that two stores never share one
 // even when their sequences do. Callers find it by type assertion. A bus
 // carries the identity on every message, so a subscriber tells its own
-// store's events from another store's on the same topic. Copying a store's
-// file copies its identity.
+// store's events from another store's on the same topic. A copy of a
+// store (a copied SQLite file, a PostgreSQL database made from another as
+// its template, a schema restored under another name) has an identity of
+// its own (see [LocatedID]).
 type Identifier interface {
 	// StoreID returns the store's identity: lower-case hex digits, the
 	// same for every process that opens the storage. It is "" for a store
 	// that has none yet (a file of an older schema opened read-only: the
 	// first read-write open gives it one). It does not block.
 	StoreID() string
+}
+
+// LocatedID returns the identity of a store whose storage holds the random
+// id and is found at where (a SQLite file's device and inode, a
+// PostgreSQL database and schema): the id itself when where is "", else 32
+// lower-case hex digits of a digest of both. A copy of the storage
+// elsewhere keeps the id but not the place, so it gets an identity of its
+// own, and its sequences, which start where the original's were, are
+// never taken for the original's on a bus.
+func LocatedID(id, where string) string {
+	if id == "" || where == "" {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id + "\x00" + where))
+	return hex.EncodeToString(sum[:16])
 }
 
 // ID returns st's identity when it is an [Identifier], else "".

@@ -252,3 +252,30 @@ func TestIdentityMadeByMigration(t *testing.T) {
 		t.Fatalf("StoreID read-only after the migration %q, want %q", again, id)
 	}
 }
+
+// A copy of a store's schema (restored under another name, or in a
+// database made from another as its template) is a store of its own: its
+// sequences start where the original's were, so on a shared bus the two
+// must not share an identity, although the copy holds the original's id.
+func TestCopiedSchemaHasItsOwnIdentity(t *testing.T) {
+	cs, schema := pgtest.Schema(t)
+	copied := schema + "_copy"
+	t.Cleanup(func() {
+		if err := pgtest.Drop(cs, copied); err != nil {
+			t.Error(err)
+		}
+	})
+	a := mustOpen(t, cs, &postgres.Options{Schema: schema})
+	appendN(t, a, "a", 3)
+	b := mustOpen(t, cs, &postgres.Options{Schema: copied})
+	b.Close()
+	raw := rawConn(t, cs)
+	s, c := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{copied}.Sanitize()
+	mustExec(t, raw, `UPDATE `+c+`.store_identity SET id = (SELECT id FROM `+s+`.store_identity)`)
+	if got := mustOpen(t, cs, &postgres.Options{Schema: copied}).StoreID(); got == a.StoreID() || len(got) != 32 {
+		t.Fatalf("StoreID of the copy %q, original %q: want 32 hex digits of its own", got, a.StoreID())
+	}
+	if again := mustOpen(t, cs, &postgres.Options{Schema: schema, ReadOnly: true}).StoreID(); again != a.StoreID() {
+		t.Fatalf("StoreID read-only %q, want %q", again, a.StoreID())
+	}
+}

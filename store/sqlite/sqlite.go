@@ -232,7 +232,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		db.closeAll()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if err := db.readIdentity(ctx, onDisk); err != nil {
+	if err := db.readIdentity(ctx, abs, onDisk); err != nil {
 		db.closeAll()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}

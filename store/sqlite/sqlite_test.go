@@ -547,3 +547,40 @@ func TestIdentityMadeByMigration(t *testing.T) {
 		t.Fatalf("StoreID read-only after the migration %q, want %q", again, id)
 	}
 }
+
+// A copy of a store's file (a backup put back beside it, a file every user
+// starts from) is a store of its own: its sequences start where the
+// original's were, so on a shared bus the two must not share an identity.
+// Another path to the same file is the same store.
+func TestCopiedFileHasItsOwnIdentity(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.db")
+	db := mustOpen(t, path, nil)
+	appendN(t, db, "a", 3)
+	id := db.StoreID()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, "copy.db")
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := mustOpen(t, cp, nil)
+	if last, err := c.LastSeq(context.Background()); err != nil || last != 3 {
+		t.Fatalf("LastSeq of the copy = %d, %v; want 3", last, err)
+	}
+	if got := c.StoreID(); got == id || len(got) != 32 {
+		t.Fatalf("StoreID of the copy %q, original %q: want 32 hex digits of its own", got, id)
+	}
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	if got := mustOpen(t, link, &sqlite.Options{ReadOnly: true}).StoreID(); got != id {
+		t.Fatalf("StoreID through a link %q, want the file's %q", got, id)
+	}
+}
