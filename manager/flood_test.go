@@ -326,31 +326,44 @@ func TestResourceUpdateFlood(t *testing.T) {
 	mu.Unlock()
 }
 
+// floodPastTheDisconnect connects an in-memory flood server, has it send
+// more elicitation requests in a second than its limits and
+// MaxDeclinedRequests allow, and returns what the session stored. Call it
+// inside a synctest bubble.
+func floodPastTheDisconnect(t *testing.T) []events.Envelope {
+	t.Helper()
+	j := memJournal(t, memory.New())
+	m, err := New(j, "s", &Options{Cwd: t.TempDir(), Elicit: DeclineElicitation, Reconnect: ReconnectPolicy{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()); j.Close() })
+	m.dial = floodServer
+	if res, err := m.ConnectServers(context.Background(), []events.ServerConfig{{Name: "asker", Command: "x"}}, nil); err != nil || len(res.Errors) > 0 {
+		t.Fatal(res, err)
+	}
+	tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": ServerRequestRate + MaxDeclinedRequests + 1})
+	synctest.Wait()
+	if err := j.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var envs []events.Envelope
+	for env, err := range j.Store().ReadStream(context.Background(), "s", 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, env)
+	}
+	return envs
+}
+
 // TestServerRequestFloodDisconnects: a server that sends more requests in
 // a second than MaxDeclinedRequests beyond its limits is disconnected, and
 // the Disconnected says why.
 func TestServerRequestFloodDisconnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := memJournal(t, memory.New())
-		m, err := New(j, "s", &Options{Cwd: t.TempDir(), Elicit: DeclineElicitation, Reconnect: ReconnectPolicy{Disabled: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close(context.Background()); j.Close() })
-		m.dial = floodServer
-		if res, err := m.ConnectServers(context.Background(), []events.ServerConfig{{Name: "asker", Command: "x"}}, nil); err != nil || len(res.Errors) > 0 {
-			t.Fatal(res, err)
-		}
-		tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": ServerRequestRate + MaxDeclinedRequests + 1})
-		synctest.Wait()
-		if err := j.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
 		var d []*events.Disconnected
-		for env, err := range j.Store().ReadStream(context.Background(), "s", 1) {
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, env := range floodPastTheDisconnect(t) {
 			if env.Type == events.TypeDisconnected {
 				ev, _ := events.Decode(env)
 				d = append(d, ev.(*events.Disconnected))
@@ -369,26 +382,8 @@ func TestServerRequestFloodDisconnects(t *testing.T) {
 // over.
 func TestServerRequestFloodDisconnectKeepsCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := memJournal(t, memory.New())
-		m, err := New(j, "s", &Options{Cwd: t.TempDir(), Elicit: DeclineElicitation, Reconnect: ReconnectPolicy{Disabled: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close(context.Background()); j.Close() })
-		m.dial = floodServer
-		if res, err := m.ConnectServers(context.Background(), []events.ServerConfig{{Name: "asker", Command: "x"}}, nil); err != nil || len(res.Errors) > 0 {
-			t.Fatal(res, err)
-		}
-		tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": ServerRequestRate + MaxDeclinedRequests + 1})
-		synctest.Wait()
-		if err := j.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
 		declined, disconnected := 0, false
-		for env, err := range j.Store().ReadStream(context.Background(), "s", 1) {
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, env := range floodPastTheDisconnect(t) {
 			switch env.Type {
 			case events.TypeServerMessagesLimited:
 				if disconnected {
