@@ -69,7 +69,7 @@ func (m *Manager) ApplyConfigs(ctx context.Context, paths []string, configs []ev
 		m.rearm(name)
 	}
 	m.mu.Unlock()
-	if err := m.j.Flush(context.WithoutCancel(ctx)); err != nil {
+	if err := m.flush(context.WithoutCancel(ctx)); err != nil {
 		m.log.Warn("MCP config change: record", "err", err)
 	}
 

@@ -77,7 +77,7 @@ func (m *Manager) waitSurfaces(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return m.j.Flush(ctx)
+	return m.flush(ctx)
 }
 
 // ready reports whether every server with a runtime record (a connect in
