@@ -184,7 +184,7 @@ func (m *Manager) staleAfter(d configDiff) []string {
 	var out []string
 	for _, name := range slices.Concat(d.removed, d.restart) {
 		s := m.servers[name]
-		if s == nil || s.closing {
+		if s == nil || s.ending() {
 			continue
 		}
 		if hash, ok := d.hash[name]; !ok || s.hash != hash {

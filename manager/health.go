@@ -56,7 +56,7 @@ func (m *Manager) healthLoop(s *server, lc *liveConn) {
 		}
 		if !m.ping(s, lc) {
 			m.mu.Lock()
-			s.unresponsive = !s.closing
+			s.unresponsive = !s.ending()
 			m.mu.Unlock()
 			m.log.Warn("MCP server did not answer a health check", "server", s.name)
 			lc.cs.Close() // the drop watcher takes it from here
@@ -99,7 +99,7 @@ func (m *Manager) recordDescendants(s *server, lc *liveConn, seen map[proc.Ident
 	slices.SortFunc(fresh, func(a, b events.ProcessRef) int { return a.Pid - b.Pid })
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !s.closing && s.conn == lc {
+	if !s.ending() && s.conn == lc {
 		m.emitDeferred("", &events.ProcessesSeen{Server: s.name, Pids: fresh})
 	}
 }
@@ -138,7 +138,7 @@ func (m *Manager) hostResumed(slept time.Duration) {
 	}
 	m.emitDeferred("", &events.HostResumed{SleptMs: slept.Milliseconds()})
 	for _, s := range m.servers {
-		if s.conn == nil || s.closing || s.cfg.Transport() == events.TransportStdio {
+		if s.conn == nil || s.ending() || s.cfg.Transport() == events.TransportStdio {
 			continue
 		}
 		select {

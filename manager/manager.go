@@ -568,7 +568,7 @@ func (m *Manager) Tools() []*Tool {
 func (m *Manager) WaitForConnection(ctx context.Context, name string) error {
 	m.mu.Lock()
 	s := m.servers[name]
-	if s == nil || s.closing {
+	if s == nil || s.ending() {
 		m.mu.Unlock()
 		return notConnected(name)
 	}
@@ -588,7 +588,7 @@ func (m *Manager) WaitForConnection(ctx context.Context, name string) error {
 	if s.connErr != nil {
 		return s.connErr
 	}
-	if s.closing || s.conn == nil {
+	if s.ending() || s.conn == nil {
 		return notConnected(name)
 	}
 	return nil
