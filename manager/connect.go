@@ -409,7 +409,11 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	if err == nil {
 		res.oauth = m.oauthHandler(s, res.cfg)
-		t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)
+		if m.opts.Dial != nil {
+			t, err = m.dialHost(ctx, s, res)
+		} else {
+			t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)
+		}
 	}
 	if err != nil {
 		return nil, m.connectError(s, res, nil, err)

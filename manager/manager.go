@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/oauth"
@@ -154,6 +156,16 @@ type Options struct {
 	// $XDG_STATE_HOME/mcplife/outputs, else ~/.local/state/mcplife/outputs.
 	// The manager never deletes them.
 	OutputDir string
+	// Dial, when set, opens the transport of every server instead of the
+	// built-in ones (a child process for stdio, streamable HTTP, legacy
+	// SSE): it is given the server's config with its env and header
+	// values substituted, and a context that ends when the server is torn
+	// down (initialize, after Dial, is bounded by the server's timeout).
+	// Hosts use it to run go-sdk servers in process
+	// (mcp.NewInMemoryTransports) in their tests and examples. The rest
+	// of the lifecycle (initialize, lists, health, reconnects, recording)
+	// is the same as over a built-in transport.
+	Dial func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error)
 	// OnGate, when set, is called once per connect round when the startup
 	// gate has decided every server's outcome (ready, failed, deferred or
 	// awaited), before ConnectServers waits for the awaited ones and before
