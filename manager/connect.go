@@ -317,7 +317,6 @@ func (m *Manager) run(s *server) {
 	close(s.connected)
 	m.mu.Unlock()
 	m.wg.Go(func() { m.watchDrop(s, lc) })
-	m.wg.Go(func() { m.healthLoop(s, lc) })
 	if lc.setLevel {
 		m.wg.Go(func() { m.setServerLogLevel(s, lc) }) // beside the first tools/list, not before it
 	}
@@ -361,7 +360,7 @@ func (m *Manager) run(s *server) {
 		m.log.Warn("MCP tool load failed", "server", s.name, "err", err)
 	}
 	m.wg.Go(func() { m.surfaceLists(s, lc) })
-	m.relistLoop(s, lc, last)
+	m.serve(s, lc, last)
 }
 
 // claim moves s to the state to (closing, or needs-auth for a server that
