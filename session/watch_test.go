@@ -17,6 +17,7 @@ import (
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
+	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/session"
 	"github.com/mcplife/mcplife/store"
 )
@@ -146,7 +147,9 @@ func TestWatchConfigAppliesEdits(t *testing.T) {
 	j, st := newJournal(t)
 	s, err := session.Start(t.Context(), j, &session.Options{
 		Cwd: cwd, Loader: loader.Options{Home: home, Env: map[string]string{}},
-		Manager:     nil,
+		// Every round's servers are awaited, whatever the machine's load:
+		// the expected outcomes are all ready.
+		Manager:     &manager.Options{Gate: time.Minute},
 		WatchConfig: true,
 		Watcher:     &loader.WatcherOptions{Debounce: 20 * time.Millisecond},
 	})
