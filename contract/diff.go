@@ -343,15 +343,25 @@ func (d *differ) annotations(ptr string, a, b json.RawMessage) {
 		case !okB:
 			kind = Removed
 		}
-		class, detail := NonBreaking, h.name+" "+string(kind)
+		// The value as stated, the default filling a missing one; the
+		// change is breaking only when both it and the value as the
+		// client must take it moved to the dangerous side.
+		stated := func(m map[string]any) bool {
+			if v, ok := m[h.name].(bool); ok {
+				return v
+			}
+			return h.dangerous // every hint defaults to its dangerous value
+		}
+		sa, sb := stated(ma), stated(mb)
+		class, detail := NonBreaking, ""
 		switch {
-		case ea[h.name] != h.dangerous && eb[h.name] == h.dangerous:
+		case sa != h.dangerous && sb == h.dangerous && ea[h.name] != h.dangerous && eb[h.name] == h.dangerous:
 			class = Breaking
 			detail = fmt.Sprintf("%s more dangerous: %t → %t", h.name, ea[h.name], eb[h.name])
-		case ea[h.name] != eb[h.name]:
-			detail = fmt.Sprintf("%s safer: %t → %t", h.name, ea[h.name], eb[h.name])
+		case sa != sb:
+			detail = fmt.Sprintf("%s %s: %t → %t, no more dangerous", h.name, kind, sa, sb)
 		default:
-			detail = fmt.Sprintf("%s %s, still %t", h.name, kind, eb[h.name])
+			detail = fmt.Sprintf("%s %s, still %t", h.name, kind, sb)
 		}
 		d.add(kind, join(ptr, h.name), class, detail, ra, rb)
 	}

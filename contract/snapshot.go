@@ -207,8 +207,8 @@ func sessionOf(env events.Envelope) string {
 // surfaces of one server: one per session that listed it, each the
 // server's surface at the end of that session, with the kinds the session
 // did not list carried over from the one before. Consecutive surfaces
-// that list the same are kept once, so [History.Steps] compares each pair
-// of distinct listings.
+// that list the same are kept once (the newest of them), so
+// [History.Steps] compares each pair of distinct listings.
 //
 // A History is not safe for concurrent use.
 type History struct {
@@ -274,7 +274,12 @@ func (h *History) Steps() []Step {
 			// Only the newest surface before since is kept, as baseline.
 			list = list[:0]
 		}
-		if len(list) == 0 || list[len(list)-1].hash() != cur.hash() {
+		switch {
+		case len(list) > 0 && list[len(list)-1].hash() == cur.hash():
+			// The same listing again: the newest session that listed it
+			// is where a change starts from.
+			list[len(list)-1] = &cur
+		default:
 			list = append(list, &cur)
 		}
 		prev = &cur

@@ -126,7 +126,7 @@ func TestHistorySteps(t *testing.T) {
 		return out
 	}
 	want := []string{
-		"s1→s3 breaking changed /tools/echo/inputSchema/properties/n/type",
+		"s2→s3 breaking changed /tools/echo/inputSchema/properties/n/type",
 		"s3→s5 non-breaking changed /tools/echo/inputSchema/properties/n/type",
 		"s3→s5 breaking removed /prompts/p",
 	}
