@@ -211,4 +211,9 @@ func TestDiffUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", tc.args, code, errOut, tc.want)
 		}
 	}
+	for _, cmd := range []string{"diff", "export"} {
+		if code, out, _ := runCmd(t, cmd, "--help"); code != 0 || !strings.Contains(out, "usage: mcp-audit "+cmd) || !strings.Contains(out, "examples:") {
+			t.Errorf("%s --help: exit %d\n%s", cmd, code, out)
+		}
+	}
 }

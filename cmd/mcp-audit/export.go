@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"html"
 	"os"
@@ -127,16 +129,21 @@ type exportEventJSON struct {
 	Data          json.RawMessage `json:"data"`
 }
 
+const exportUsage = "usage: mcp-audit export SESSION -o FILE.html|FILE.json"
+
 func runExport(ctx context.Context, g *globals, args []string) error {
 	fs := newFlagSet("export", g)
 	out := fs.String("o", "", "output file, .html or .json")
 	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return commandHelp(g, fs, exportUsage, "mcp-audit export last -o report.html", "mcp-audit export last~1 -o report.json")
+	}
 	if err != nil {
 		return err
 	}
 	ext := strings.ToLower(filepath.Ext(*out))
 	if len(pos) != 1 || (ext != ".html" && ext != ".json") {
-		return usagef("usage: mcp-audit export SESSION -o FILE.html|FILE.json")
+		return usagef("%s", exportUsage)
 	}
 	st, err := g.openReadOnly()
 	if err != nil {
