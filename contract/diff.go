@@ -358,6 +358,8 @@ func (d *differ) annotations(ptr string, a, b json.RawMessage) {
 		case sa != h.dangerous && sb == h.dangerous && ea[h.name] != h.dangerous && eb[h.name] == h.dangerous:
 			class = Breaking
 			detail = fmt.Sprintf("%s more dangerous: %t → %t", h.name, ea[h.name], eb[h.name])
+		case ea[h.name] != eb[h.name] && eb[h.name] != h.dangerous:
+			detail = fmt.Sprintf("%s safer: %t → %t", h.name, ea[h.name], eb[h.name])
 		case sa != sb:
 			detail = fmt.Sprintf("%s %s: %t → %t, no more dangerous", h.name, kind, sa, sb)
 		default:
