@@ -88,7 +88,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	}
 	out := inspectJSON{Session: session, AtSeq: atSeq, AtTime: atTime, Servers: []inspectServerJSON{}, Tools: []toolJSON{}}
 	for _, s := range view.Servers() {
-		out.Servers = append(out.Servers, inspectServerJSON{Name: s.Name, Status: s.Status, Transport: s.Transport,
+		out.Servers = append(out.Servers, inspectServerJSON{Name: s.Name, Status: serverStatus(s), Transport: s.Transport,
 			Source: s.Source, Tools: len(s.Tools), Resources: len(s.Resources), Prompts: len(s.Prompts), Deferred: s.Deferred, Error: s.Error})
 	}
 	if budget > 0 {
@@ -112,7 +112,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 			tools += " (cached)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(s.Name), g.statusColor(string(s.Status)), escapeLine(s.Transport),
-			escapeLine(sourceLabel(s.Source)), tools, escapeLine(firstLine(s.Error)))
+			escapeLine(sourceLabel(s.Source)), tools, escapeLine(errorCause(s.Name, s.Error)))
 	}
 	tw.Flush()
 	fmt.Fprintln(g.stdout)

@@ -190,7 +190,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if g.color {
 		level = slog.LevelError
 	}
-	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(newSkipShown(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}), shownByRun))
 	if g.json {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -275,7 +275,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 			v := ms(d)
 			ready = &v
 		}
-		out.Servers = append(out.Servers, runServerJSON{Name: st.Name, Status: st.Status, Transport: st.Transport,
+		out.Servers = append(out.Servers, runServerJSON{Name: st.Name, Status: serverStatus(st), Transport: st.Transport,
 			Source: st.Source, Tools: len(st.Tools), Resources: len(st.Resources), Prompts: len(st.Prompts), Pid: st.Pid,
 			ReadyMs: ready, Error: st.Error})
 		if st.Error != "" && !slices.ContainsFunc(out.Errors, func(e session.LoadError) bool { return e.Path == "mcp:"+st.Name }) {
@@ -377,7 +377,8 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 			return
 		}
 		for _, st := range view.Servers() {
-			line := fmt.Sprintf("%s %d", st.Status, len(st.Tools))
+			status := serverStatus(st)
+			line := fmt.Sprintf("%s %d", status, len(st.Tools))
 			if last[st.Name] == line {
 				continue
 			}
@@ -387,12 +388,12 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 					detail += " (cached)"
 				}
 				if st.Error != "" {
-					detail += "  " + escapeLine(firstLine(st.Error))
+					detail += "  " + escapeLine(errorCause(st.Name, st.Error))
 				}
 				if g.json {
-					g.writeJSONLine(map[string]any{"offsetMs": ms(time.Since(start)), "server": st.Name, "status": st.Status, "tools": len(st.Tools), "error": st.Error})
+					g.writeJSONLine(map[string]any{"offsetMs": ms(time.Since(start)), "server": st.Name, "status": status, "tools": len(st.Tools), "error": st.Error})
 				} else {
-					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), escapeLine(st.Name), g.statusColor(string(st.Status)), detail)
+					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), escapeLine(st.Name), g.statusColor(string(status)), detail)
 				}
 			}
 			last[st.Name] = line
@@ -506,6 +507,26 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 	return out, nil
 }
 
+// printLoadErrors prints the errors of the initial load, one line each:
+// a server's with the cause only (see [errorCause]), a file's without
+// repeating its path.
+func printLoadErrors(g *globals, res *session.LoadResult) {
+	for _, e := range res.Errors {
+		msg := e.Path + ": " + firstLine(e.Error)
+		if server, ok := strings.CutPrefix(e.Path, "mcp:"); ok {
+			msg = e.Path + ": " + errorCause(server, e.Error)
+		} else if strings.HasPrefix(e.Error, e.Path) {
+			msg = firstLine(e.Error) // "PATH:2:1: …" names the file already
+		}
+		fmt.Fprintf(g.stdout, "  %s %s\n", g.paint(colorRed, "error"), escapeLine(msg))
+	}
+	if res.Discovery != nil {
+		for _, w := range res.Discovery.Warnings {
+			fmt.Fprintf(g.stdout, "  %s %s\n", g.paint(colorYellow, "warning"), escapeLine(w))
+		}
+	}
+}
+
 func printGate(g *globals, res *session.LoadResult) {
 	if res.Connect == nil {
 		for _, e := range res.Errors {
@@ -516,9 +537,7 @@ func printGate(g *globals, res *session.LoadResult) {
 	gate := res.Connect.Gate
 	if gate.Round == 0 {
 		fmt.Fprintln(g.stdout, "no server to connect")
-		for _, e := range res.Errors {
-			fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), escapeLine(e.Path), escapeLine(firstLine(e.Error)))
-		}
+		printLoadErrors(g, res)
 		return
 	}
 	var parts []string
@@ -526,9 +545,7 @@ func printGate(g *globals, res *session.LoadResult) {
 		parts = append(parts, escapeLine(name)+"="+g.statusColor(string(gate.Outcomes[name])))
 	}
 	fmt.Fprintf(g.stdout, "startup gate %s returned after %s: %s\n", gate.Gate, fmtDur(gate.Elapsed), strings.Join(parts, " "))
-	for _, e := range res.Errors {
-		fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), escapeLine(e.Path), escapeLine(firstLine(e.Error)))
-	}
+	printLoadErrors(g, res)
 }
 
 // printServers prints the server table and returns how many lines it took.
@@ -551,8 +568,8 @@ func printServers(g *globals, view *projector.ToolView) int {
 		if source == "" {
 			source = "-"
 		}
-		errText := clip(escapeLine(firstLine(st.Error)), 70)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(string(st.Status)), escapeLine(st.Transport), source, tools, ready, errText)
+		errText := clip(escapeLine(errorCause(st.Name, st.Error)), 80)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(string(serverStatus(st))), escapeLine(st.Transport), source, tools, ready, errText)
 	}
 	tw.Flush()
 	return 2 + len(servers)
