@@ -57,6 +57,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	var start, limit, atTime time.Time
 	var atSeq uint64
 	budget := 0
+	reachedEnd, closed := true, false // every event was applied; SessionClosed was among them
 	for env, err := range st.ReadStream(ctx, session, 1) {
 		if err != nil {
 			return err
@@ -75,8 +76,10 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 			}
 		}
 		if (*seq != 0 && env.Seq > *seq) || (*at != "" && env.Time.After(limit)) {
+			reachedEnd = false
 			break
 		}
+		closed = closed || env.Type == events.TypeSessionClosed
 		view.Apply(env)
 		if env.Type == events.TypeSessionStarted {
 			budget = recordedBudget(env)
@@ -85,6 +88,14 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	}
 	if start.IsZero() {
 		return usagef("session %s has no events", session)
+	}
+	if *at != "" && reachedEnd && limit.After(atTime) {
+		// A point past the last event would silently show the end.
+		length := fmtDur(atTime.Sub(start))
+		if closed {
+			return usagef("--at %s is beyond the end of session %s, which lasted %s", *at, session, length)
+		}
+		return usagef("--at %s is beyond the last event of session %s, %s after its start (the session is still open or its host died)", *at, session, length)
 	}
 	out := inspectJSON{Session: session, AtSeq: atSeq, AtTime: atTime, Servers: []inspectServerJSON{}, Tools: []toolJSON{}}
 	for _, s := range view.Servers() {

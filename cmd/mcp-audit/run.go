@@ -112,6 +112,7 @@ type runOptions struct {
 	prompt string
 	pargs  string
 	login  bool
+	strict bool
 }
 
 func runRun(ctx context.Context, g *globals, args []string) error {
@@ -122,7 +123,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.BoolVar(&o.eager, "eager-cache", false, "end the startup gate at once when every server still connecting has cached tools")
 	fs.BoolVar(&o.once, "once", false, "wait for late servers (up to --settle), print, tear down and exit")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with --once: how long to wait for servers still connecting")
-	fs.StringVar(&o.call, "call", "", "call one tool, `SERVER/TOOL` (the tool's own name)")
+	fs.StringVar(&o.call, "call", "", "call one tool: `SERVER/TOOL` (the tool's own name) or its mcp_SERVER_TOOL name from the tool table")
+	fs.BoolVar(&o.strict, "strict", false, "with --once: exit 1 unless every server connected and every config file was read")
 	fs.StringVar(&o.args, "args", "{}", "JSON arguments for --call")
 	fs.StringVar(&o.read, "read", "", "with --once: read one resource, `SERVER:URI`")
 	fs.StringVar(&o.prompt, "prompt", "", "with --once: get one prompt, `SERVER/NAME`")
@@ -145,6 +147,9 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if o.gate <= 0 {
 		return usagef("--gate must be positive")
 	}
+	if o.strict && !o.once {
+		return usagef("--strict needs --once")
+	}
 	if o.budget < 0 {
 		return usagef("--tool-budget must not be negative (0 turns it off)")
 	}
@@ -152,8 +157,11 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if o.call != "" {
 		var ok bool
 		callServer, callTool, ok = strings.Cut(o.call, "/")
-		if !ok || callServer == "" || callTool == "" {
-			return usagef("--call %q: want SERVER/TOOL", o.call)
+		switch {
+		case !ok && strings.HasPrefix(o.call, session.MCPPrefix) && len(o.call) > len(session.MCPPrefix):
+			callServer, callTool = o.call, "" // a tool's exposed name, resolved once connected
+		case !ok || callServer == "" || callTool == "":
+			return usagef("--call %q: want SERVER/TOOL or a tool's mcp_SERVER_TOOL name", o.call)
 		}
 		if !json.Valid([]byte(o.args)) {
 			return usagef("--args is not valid JSON")
@@ -331,6 +339,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintln(g.stderr, "mcp-audit: no server connected")
 		}
 		return errCheckFailed
+	case o.strict:
+		return strictCheck(g, view, res)
 	}
 	return nil
 }
@@ -448,6 +458,12 @@ func describeConfigChange(g *globals, cc *events.ConfigChanged) string {
 
 // callTool1 calls SERVER/TOOL with argsJSON and prints the result.
 func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool, argsJSON string) (*runCallJSON, error) {
+	if tool == "" { // server holds a tool's exposed name
+		name := server
+		if server, tool = toolByName(s, name); tool == "" {
+			return nil, fmt.Errorf("--call %s: no such tool (servers may have failed; see the table)", name)
+		}
+	}
 	var target *session.Tool
 	for _, t := range s.Tools() {
 		if t.MCP != nil && t.MCP.Server == server && t.MCP.Original == tool {
