@@ -70,6 +70,11 @@ type globals struct {
 	stdout io.Writer
 	stderr io.Writer
 	color  bool
+
+	// forceProgress shows run's progress when stderr is no terminal, and
+	// installAfter replaces defaultInstallAfter (tests set both).
+	forceProgress bool
+	installAfter  time.Duration
 }
 
 type command struct {

@@ -210,8 +210,21 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	start := time.Now()
+	id := journal.NewSessionID()
+	if !g.json {
+		// Before the wait for the gate, so the progress lines follow it.
+		fmt.Fprintf(g.stdout, "session %s  (store %s)\n", id, mustPath(g))
+	}
+	var prog *progress
+	if showProgress(g) {
+		// Subscribed before the session starts, so no event is missed.
+		if prog, err = startProgress(ctx, g, j, id, o.gate); err != nil {
+			return err
+		}
+		defer prog.stop()
+	}
 	s, err := session.Start(ctx, j, &session.Options{
-		Cwd: lopts.Cwd, Loader: lopts, Logger: logger, ToolBudget: o.budget,
+		ID: id, Cwd: lopts.Cwd, Loader: lopts, Logger: logger, ToolBudget: o.budget,
 		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login},
 		WatchConfig: o.watch && !o.once,
 	})
@@ -221,12 +234,17 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	// Teardown is ours: a Ctrl-C still disconnects every server.
 	defer s.Close(context.WithoutCancel(ctx))
 	res := s.LoadResult()
+	if prog != nil {
+		prog.untilGate(ctx)
+		if !o.once {
+			prog.stop() // the table and its change lines take over
+		}
+	}
 	if o.login {
 		loginWaiting(ctx, g, s)
 	}
 	tableLines := 0
 	if !g.json {
-		fmt.Fprintf(g.stdout, "session %s  (store %s)\n", s.ID(), mustPath(g))
 		printGate(g, res)
 		tableLines = printServers(g, s.Manager().View())
 	}
@@ -264,6 +282,9 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 
 	settle(ctx, s, o.settle)
+	if prog != nil {
+		prog.stop()
+	}
 	out := runJSON{Session: s.ID(), Gate: runGateJSON{Outcomes: map[string]events.Outcome{}}, Servers: []runServerJSON{}, Tools: []toolJSON{}, Errors: []session.LoadError{}}
 	if res.Connect != nil {
 		out.Gate.ElapsedMs = ms(res.Connect.Gate.Elapsed)
