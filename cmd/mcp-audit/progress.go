@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -241,7 +240,8 @@ func (p *progress) line(server, text string) {
 // a server through, such as "npx" or "pnpm dlx", or returns "" when it
 // is none: such a server may spend its first start downloading.
 func packageRunner(command string, args []string) string {
-	base := strings.ToLower(filepath.Base(command))
+	// The last element of a Unix or a Windows path, wherever this runs.
+	base := strings.ToLower(command[strings.LastIndexAny(command, `/\`)+1:])
 	for _, ext := range []string{".exe", ".cmd", ".bat", ".ps1"} {
 		base = strings.TrimSuffix(base, ext)
 	}
