@@ -220,7 +220,7 @@ func (p *progress) after(s *progressServer, env events.Envelope) string {
 	if s.connectAt.IsZero() {
 		return ""
 	}
-	return "after " + fmtDur(env.Time.Sub(s.connectAt))
+	return "after " + fmtBar(env.Time.Sub(s.connectAt))
 }
 
 func (p *progress) showInstalling(name string) {
