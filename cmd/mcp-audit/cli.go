@@ -39,6 +39,16 @@ func main() {
 	// before run's teardown. Notify, not Ignore: an ignored signal would
 	// stay ignored in the servers it starts.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// A second interrupt while the first one's teardown waits (for a
+	// store that stopped answering, say) ends the process at once.
+	again := make(chan os.Signal, 1)
+	go func() {
+		<-ctx.Done()
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		<-again
+		fmt.Fprintln(os.Stderr, "mcp-audit: interrupted again: exiting without waiting for the teardown to finish")
+		os.Exit(130)
+	}()
 	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

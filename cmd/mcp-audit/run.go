@@ -115,6 +115,9 @@ type runOptions struct {
 	strict bool
 }
 
+// closeTimeout bounds run's teardown, recording included.
+const closeTimeout = 10 * time.Second
+
 func runRun(ctx context.Context, g *globals, args []string) error {
 	fs := newFlagSet("run", g)
 	var o runOptions
@@ -231,8 +234,15 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Teardown is ours: a Ctrl-C still disconnects every server.
-	defer s.Close(context.WithoutCancel(ctx))
+	// Teardown is ours: a Ctrl-C still disconnects every server. It is
+	// bounded, so a store that stopped answering cannot hold the process:
+	// the servers are stopped first, and what could not be recorded by
+	// then is logged.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		s.Close(cctx)
+	}()
 	res := s.LoadResult()
 	if prog != nil {
 		prog.untilGate(ctx)
