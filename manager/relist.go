@@ -22,6 +22,9 @@ import (
 //     lc.checkNow is signalled (the host slept); see checkHealth.
 //   - The descendants of a stdio server, recorded (ProcessesSeen) when a
 //     scan answers: one at the start and one after each health check.
+//   - Re-lists of resources and prompts on their list_changed
+//     notifications, spaced as tools' are, once surfaceLists recorded the
+//     first lists.
 func (m *Manager) serve(s *server, lc *liveConn, last string) {
 	var tick <-chan time.Time
 	if m.opts.HealthInterval > 0 {
@@ -32,6 +35,9 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) {
 	seen := map[proc.Identity]bool{}
 	scan := m.scanDescendants(lc)
 	var prev time.Time
+	surfaced := lc.surfaceReady
+	var resourcesChanged, promptsChanged chan struct{} // once the first lists are in
+	sf := &lc.surface
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -54,6 +60,27 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) {
 			if !m.checkHealth(s, lc) {
 				return
 			}
+			continue
+		case <-surfaced:
+			surfaced = nil
+			if sf.resources {
+				resourcesChanged = lc.resourcesChanged
+			}
+			if sf.prompts {
+				promptsChanged = lc.promptsChanged
+			}
+			continue
+		case <-resourcesChanged:
+			if !m.spaced(s, &sf.prevResources, lc.resourcesChanged) {
+				return
+			}
+			sf.lastResources = m.listResources(s, lc, events.CauseListChanged, sf.lastResources)
+			continue
+		case <-promptsChanged:
+			if !m.spaced(s, &sf.prevPrompts, lc.promptsChanged) {
+				return
+			}
+			sf.lastPrompts = m.listPrompts(s, lc, events.CauseListChanged, sf.lastPrompts)
 			continue
 		case <-lc.relist:
 		}

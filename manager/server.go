@@ -68,6 +68,7 @@ type liveConn struct {
 	// surfaceReady is closed once the first resource and prompt lists
 	// are recorded (or failed, or the server has none).
 	surfaceReady chan struct{}
+	surface      surfaceState
 	ended        chan struct{} // closed when the session's Wait returned
 	res          resolved
 	pool         *http.Transport // HTTP and SSE only

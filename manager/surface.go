@@ -20,53 +20,39 @@ import (
 // argument and subscribing go to the server's live connection.
 
 // surfaceLists lists resources and prompts of a connected server when it
-// advertises them, then re-lists on their list_changed notifications
-// (coalesced, re-lists of each at least Options.RelistInterval apart, as
-// tools are) until the server is torn down.
+// advertises them, beside its first tools/list, then leaves what it
+// listed in lc.surface and closes lc.surfaceReady: the re-lists on their
+// list_changed notifications are cases of serve's select.
 func (m *Manager) surfaceLists(s *server, lc *liveConn) {
+	defer close(lc.surfaceReady)
 	caps := lc.cs.InitializeResult()
 	if caps == nil || caps.Capabilities == nil {
 		m.replaceCachedSurface(s, lc, false, false)
-		close(lc.surfaceReady)
 		return
 	}
-	hasResources, hasPrompts := caps.Capabilities.Resources != nil, caps.Capabilities.Prompts != nil
-	m.replaceCachedSurface(s, lc, hasResources, hasPrompts)
-	if !hasResources && !hasPrompts {
-		close(lc.surfaceReady)
-		return
-	}
-	var lastResources, lastPrompts string
-	var prevResources, prevPrompts time.Time
+	sf := &lc.surface
+	sf.resources, sf.prompts = caps.Capabilities.Resources != nil, caps.Capabilities.Prompts != nil
+	m.replaceCachedSurface(s, lc, sf.resources, sf.prompts)
 	cause := events.CauseInitial
 	if s.retry != nil {
 		cause = events.CauseReconnect
 	}
-	if hasResources {
-		lastResources = m.listResources(s, lc, cause, "")
+	if sf.resources {
+		sf.lastResources = m.listResources(s, lc, cause, "")
 	}
-	if hasPrompts {
-		lastPrompts = m.listPrompts(s, lc, cause, "")
+	if sf.prompts {
+		sf.lastPrompts = m.listPrompts(s, lc, cause, "")
 	}
-	close(lc.surfaceReady)
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-lc.ended:
-			return
-		case <-lc.resourcesChanged:
-			if !m.spaced(s, &prevResources, lc.resourcesChanged) {
-				return
-			}
-			lastResources = m.listResources(s, lc, events.CauseListChanged, lastResources)
-		case <-lc.promptsChanged:
-			if !m.spaced(s, &prevPrompts, lc.promptsChanged) {
-				return
-			}
-			lastPrompts = m.listPrompts(s, lc, events.CauseListChanged, lastPrompts)
-		}
-	}
+}
+
+// surfaceState is what a connection's first resource and prompt lists
+// found: whether it has each kind, and the hash of the last list of each
+// recorded. surfaceLists writes it before it closes surfaceReady; serve
+// owns it after.
+type surfaceState struct {
+	resources, prompts         bool
+	lastResources, lastPrompts string
+	prevResources, prevPrompts time.Time // the last re-list of each
 }
 
 // replaceCachedSurface records empty lists for the kinds served to s from
