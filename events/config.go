@@ -54,13 +54,14 @@ type ServerConfig struct {
 	// 0 means no limit; negative is invalid.
 	TimeoutMs *int64 `json:"timeout,omitempty"`
 	// ToolTimeoutMs bounds each tool call; nil means the default (60 s),
-	// 0 means no limit; negative is invalid. Omitted when nil, so configurations without it
-	// hash as before.
+	// 0 means no limit; negative is invalid. Omitted when nil, so
+	// configurations without it hash as before.
 	ToolTimeoutMs *int64 `json:"toolTimeoutMs,omitempty"`
 	// MaxOutputBytes is the output budget of each tool call, in bytes of
 	// the result's text: a larger result reaches the caller cut, and the
 	// whole of it goes to a file. Nil means the default (256 KiB), 0 no
-	// limit; negative is invalid. Omitted when nil, so configurations without it hash as before.
+	// limit; negative is invalid. Omitted when nil, so configurations
+	// without it hash as before.
 	MaxOutputBytes *int64 `json:"maxOutputBytes,omitempty"`
 	// Enabled false skips the server unless a file's enabledServers lists it.
 	Enabled *bool `json:"enabled,omitempty"`
