@@ -119,7 +119,7 @@ func (in *notifyWatch) run() {
 type batch struct {
 	changed map[string]bool // targets changed
 	rearm   bool            // the watches must be re-armed
-	closed  bool            // fsnotify closed its channels
+	closed  bool            // the watcher is closing
 }
 
 // next takes one event or error into b, waiting for it if block is set.
