@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.1
 	github.com/ThreeDotsLabs/watermill-nats/v2 v2.1.3
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mattn/go-sqlite3 v1.14.53
@@ -14,6 +15,7 @@ require (
 	github.com/pelletier/go-toml/v2 v2.4.3
 	golang.org/x/oauth2 v0.35.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/tools v0.51.0
 )
 
 require (

@@ -51,16 +51,17 @@ type ServerConfig struct {
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 	// TimeoutMs bounds connect + initialize; nil means the default (30 s),
-	// 0 means no limit.
+	// 0 means no limit; negative is invalid.
 	TimeoutMs *int64 `json:"timeout,omitempty"`
 	// ToolTimeoutMs bounds each tool call; nil means the default (60 s),
-	// 0 means no limit. Omitted when nil, so configurations without it
-	// hash as before.
+	// 0 means no limit; negative is invalid. Omitted when nil, so
+	// configurations without it hash as before.
 	ToolTimeoutMs *int64 `json:"toolTimeoutMs,omitempty"`
 	// MaxOutputBytes is the output budget of each tool call, in bytes of
 	// the result's text: a larger result reaches the caller cut, and the
 	// whole of it goes to a file. Nil means the default (256 KiB), 0 no
-	// limit. Omitted when nil, so configurations without it hash as before.
+	// limit; negative is invalid. Omitted when nil, so configurations
+	// without it hash as before.
 	MaxOutputBytes *int64 `json:"maxOutputBytes,omitempty"`
 	// Enabled false skips the server unless a file's enabledServers lists it.
 	Enabled *bool `json:"enabled,omitempty"`
@@ -148,19 +149,26 @@ func (c ServerConfig) Transport() string {
 	return c.Type
 }
 
-// Validate checks the server's name and transport fields. It returns nil,
-// or a [*ConfigError] whose message joins every problem with "; ":
+// Validate checks the server's name, transport fields and limits. It is
+// the one validation of a configuration: discovery applies it to every
+// entry it reads, and the manager to every configuration it is given. It
+// returns nil, or a [*ConfigError] whose message joins every problem with
+// "; ", the name's first, then the transport's, then the limits':
 //
 //	Server "<n>": invalid server name (must match ^[A-Za-z0-9_.:-]{1,100}$)
 //	Server "<n>": both "command" and "url" are set - server should be either stdio (command) OR http/sse (url), not both
 //	Server "<n>": stdio server requires "command" field
 //	Server "<n>": <http|sse> server requires "url" field
 //	Server "<n>": unknown server type "<t>"
+//	Server "<n>": "timeout" must not be negative
+//	Server "<n>": "toolTimeoutMs" must not be negative
+//	Server "<n>": "maxOutputBytes" must not be negative
 //
 // and, for an http or sse URL without ${VAR} references, the problem
-// [CheckURL] finds. A URL with references is checked once they are
-// expanded, by whoever expands them. The transport is [ServerConfig.Transport]:
-// a missing type is inferred, the aliases of http are accepted.
+// [CheckURL] finds, among the transport's. A URL with references is
+// checked once they are expanded, by whoever expands them. The transport
+// is [ServerConfig.Transport]: a missing type is inferred, the aliases of
+// http are accepted.
 func (c ServerConfig) Validate() error {
 	var problems []string
 	if !ValidServerName(c.Name) {
@@ -185,6 +193,16 @@ func (c ServerConfig) Validate() error {
 	default:
 		problems = append(problems, fmt.Sprintf("unknown server type %q", t))
 	}
+	// 0 means no limit; a negative value is a mistake, not another way to
+	// say so.
+	for _, l := range []struct {
+		field string
+		v     *int64
+	}{{"timeout", c.TimeoutMs}, {"toolTimeoutMs", c.ToolTimeoutMs}, {"maxOutputBytes", c.MaxOutputBytes}} {
+		if l.v != nil && *l.v < 0 {
+			problems = append(problems, fmt.Sprintf("%q must not be negative", l.field))
+		}
+	}
 	if len(problems) == 0 {
 		return nil
 	}
@@ -196,7 +214,8 @@ func (c ServerConfig) Validate() error {
 type ConfigError struct {
 	Server string
 	// Problems are the problems found, without the server prefix, in the
-	// order checked: the name first, the transport fields after.
+	// order checked: the name first, the transport fields after, the
+	// limits last.
 	Problems []string
 }
 

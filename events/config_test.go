@@ -18,9 +18,16 @@ func TestValidateMessages(t *testing.T) {
 		{ServerConfig{Name: "a", Command: "x"}, ""},
 		{ServerConfig{Name: "a", URL: "http://x"}, ""},
 		{ServerConfig{Name: "a:b.c-d_e", Type: "streamableHttp", URL: "http://x"}, ""},
-		{ServerConfig{Name: "a", Type: "sse", URL: "https://${HOST}/sse"}, ""}, // checked once expanded
-		{ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(-1)}, ""},         // no limit, as 0
-		{ServerConfig{Name: "a", Command: "x", ToolTimeoutMs: ms(-1)}, ""},     // likewise
+		{ServerConfig{Name: "a", Type: "sse", URL: "https://${HOST}/sse"}, ""},                                     // checked once expanded
+		{ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(0), ToolTimeoutMs: ms(0), MaxOutputBytes: ms(0)}, ""}, // no limits
+		{ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(-1)}, `Server "a": "timeout" must not be negative`},
+		{ServerConfig{Name: "a", Command: "x", ToolTimeoutMs: ms(-1)}, `Server "a": "toolTimeoutMs" must not be negative`},
+		{ServerConfig{Name: "a", Command: "x", MaxOutputBytes: ms(-1)}, `Server "a": "maxOutputBytes" must not be negative`},
+		{ServerConfig{Name: "a b", TimeoutMs: ms(-1), MaxOutputBytes: ms(-2)},
+			`Server "a b": invalid server name (must match ^[A-Za-z0-9_.:-]{1,100}$); ` +
+				`Server "a b": stdio server requires "command" field; ` +
+				`Server "a b": "timeout" must not be negative; ` +
+				`Server "a b": "maxOutputBytes" must not be negative`},
 		{ServerConfig{Name: "a"}, `Server "a": stdio server requires "command" field`},
 		{ServerConfig{Name: "a", Type: "stdio", URL: "http://x"}, `Server "a": stdio server requires "command" field`},
 		{ServerConfig{Name: "a", Type: "sse"}, `Server "a": sse server requires "url" field`},

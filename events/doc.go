@@ -12,10 +12,17 @@
 // nothing is registered by reflection or from other packages. An event type
 // this version does not know decodes to [*Unknown], which keeps its bytes.
 //
-// Example:
+// Example (runnable as the example of [Decode]):
 //
 //	env, err := events.New("session-1", &events.ConnectStarted{Server: "git", Transport: events.TransportStdio, Attempt: 1}, time.Now())
-//	...
+//	if err != nil {
+//		return err // not a type of the table
+//	}
 //	ev, err := events.Decode(env)
-//	if cs, ok := ev.(*events.ConnectStarted); ok { ... }
+//	if err != nil {
+//		return err // malformed data for a known type
+//	}
+//	if cs, ok := ev.(*events.ConnectStarted); ok {
+//		fmt.Println(cs.Server, events.Describe(cs))
+//	}
 package events

@@ -18,7 +18,8 @@ const (
 	TypeRecordingGap       = "RecordingGap"
 )
 
-// Reasons of [Disconnected] beside the first release's.
+// Reasons of [Disconnected] for health checks and config edits (the others
+// are beside [DisconnectReason]).
 const (
 	// ReasonUnresponsive: the server did not answer a health check.
 	ReasonUnresponsive DisconnectReason = "unresponsive"

@@ -89,8 +89,7 @@ func FuzzClaudeScanReadsAsTheWholeParse(f *testing.F) {
 }
 
 // Reading the servers of a large ~/.claude.json builds nothing of the
-// rest: its allocations stay far below the file's size (decoding it whole
-// allocated about six times the size).
+// rest: its allocations stay far below the file's size.
 func TestClaudeScanAllocatesLittle(t *testing.T) {
 	data := claudeStateFile(8 << 20)
 	pe := fuzzEnv(ProviderClaudeCode, events.LevelUser)

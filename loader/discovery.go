@@ -67,8 +67,9 @@ type Skipped struct {
 	// files are not read.)
 	Reason events.SkipReason
 	// Detail says why, e.g. which source shadowed the entry, which list
-	// disabled it, or the validation messages (for SkipInvalid, exactly the
-	// messages of [Validate] joined with "; ").
+	// disabled it, or the validation messages (for SkipInvalid, every
+	// problem found, each prefixed `Server "<name>": `, joined with "; ";
+	// those of [events.ServerConfig.Validate] read as the manager's).
 	Detail string
 	Source events.SourceMeta
 	// Position locates the entry: "path:line:col" for JSON files, the

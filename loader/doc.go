@@ -50,9 +50,10 @@
 // [Discovery.WatchPaths] names every file a discovery read and every
 // candidate path it found empty. A [Watcher] on them reports, debounced,
 // each file edited, replaced by a rename, created, deleted or changed in
-// mode (inotify on Linux, watching each file's directory or, while that
-// does not exist, its nearest existing ancestor; stat polling elsewhere);
-// the host then discovers again and applies what differs.
+// mode (the system's file notifications through fsnotify, watching each
+// file's directory or, while that does not exist, its nearest existing
+// ancestor; stat polling where there are none, or on request); the host
+// then discovers again and applies what differs.
 //
 // Example:
 //

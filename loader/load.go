@@ -32,8 +32,10 @@ import (
 // Providers are read in parallel and their entries merged by priority.
 // Each entry then passes, in order:
 //
-//  1. validation ([Validate]; events.SkipInvalid), before de-duplication,
-//     so an invalid entry does not hide a valid lower-priority one;
+//  1. validation (the fields' types, [events.ServerConfig.Validate] as
+//     the manager applies it, a stdio server's working directory and a
+//     URL once expanded; events.SkipInvalid), before de-duplication, so
+//     an invalid entry does not hide a valid lower-priority one;
 //  2. de-duplication by name: the first remaining entry wins, later ones
 //     are events.SkipShadowed with a Detail naming the winner's source;
 //  3. disabledServers of mcplife's files (user, project and extra files)

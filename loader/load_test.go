@@ -108,13 +108,8 @@ func TestValidateMessages(t *testing.T) {
 		{events.ServerConfig{Name: "a", Command: "x", TimeoutMs: ms(-1), ToolTimeoutMs: ms(-2)}, `Server "a": "timeout" must not be negative; Server "a": "toolTimeoutMs" must not be negative`},
 	}
 	for _, tt := range tests {
-		err := Validate(tt.cfg)
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
-		if got != tt.want {
-			t.Errorf("Validate(%+v) = %q, want %q", tt.cfg, got, tt.want)
+		if got := strings.Join(validate(tt.cfg, nil), "; "); got != tt.want {
+			t.Errorf("validate(%+v) = %q, want %q", tt.cfg, got, tt.want)
 		}
 	}
 }

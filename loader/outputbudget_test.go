@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestMaxOutputBytesMapping(t *testing.T) {
 // TestMaxOutputBytesInvalid: a negative, fractional or non-numeric budget
 // makes its entry invalid with a message naming the server and the field,
 // the entry's position naming the file; the file's other entries load.
-// Validate refuses a negative budget in a configuration given directly.
+// Validation refuses a negative budget in a configuration given directly.
 func TestMaxOutputBytesInvalid(t *testing.T) {
 	w := newWorld(t)
 	native := w.write("~/.config/mcplife/mcp.json", `{"mcpServers": {
@@ -69,8 +70,8 @@ func TestMaxOutputBytesInvalid(t *testing.T) {
 			t.Errorf("%s: source %s at %s, want %s", s.Name, s.Source.Path, s.Position, native)
 		}
 	}
-	err := Validate(events.ServerConfig{Name: "a", Command: "x", MaxOutputBytes: new(int64(-5))})
-	if err == nil || err.Error() != `Server "a": "maxOutputBytes" must not be negative` {
-		t.Errorf("Validate = %v", err)
+	msgs := validate(events.ServerConfig{Name: "a", Command: "x", MaxOutputBytes: new(int64(-5))}, nil)
+	if want := []string{`Server "a": "maxOutputBytes" must not be negative`}; !slices.Equal(msgs, want) {
+		t.Errorf("validate = %q, want %q", msgs, want)
 	}
 }

@@ -22,28 +22,10 @@ func NormalizeType(t string) string {
 	return t
 }
 
-// Validate checks a server configuration as discovery does: it is
-// [events.ServerConfig.Validate] plus the rule that none of "timeout",
-// "toolTimeoutMs" and "maxOutputBytes" may be negative (`Server "<n>":
-// "timeout" must not be negative`, and likewise for the others). It returns
-// nil or an error whose text is every problem found, joined with "; ".
-// The working directory and a URL with references, which need the
-// environment and the file system, are checked by discovery only.
-func Validate(cfg events.ServerConfig) error {
-	msgs := validate(cfg, nil)
-	if len(msgs) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(msgs, "; "))
-}
-
-// validate returns the validation messages for cfg: the name's problem,
-// then the mapping problems (given without prefix), then the problems of
-// the transport fields and of the timeouts.
-//
-// A negative timeout or output budget is refused here and not by
-// [events.ServerConfig.Validate]: a configuration given to the manager
-// directly may set one, and means no limit by it, as 0 does.
+// validate returns the validation messages for cfg: those of
+// [events.ServerConfig.Validate], the one validation the manager applies
+// too, with problems (the mapping's, given without prefix) after the
+// name's and before the transport's.
 func validate(cfg events.ServerConfig, problems []string) []string {
 	var found []string
 	if ce, ok := errors.AsType[*events.ConfigError](cfg.Validate()); ok {
@@ -54,15 +36,6 @@ func validate(cfg events.ServerConfig, problems []string) []string {
 		at = 1 // the name's problem comes first
 	}
 	found = slices.Insert(found, at, problems...)
-	if cfg.TimeoutMs != nil && *cfg.TimeoutMs < 0 {
-		found = append(found, `"timeout" must not be negative`)
-	}
-	if cfg.ToolTimeoutMs != nil && *cfg.ToolTimeoutMs < 0 {
-		found = append(found, `"toolTimeoutMs" must not be negative`)
-	}
-	if cfg.MaxOutputBytes != nil && *cfg.MaxOutputBytes < 0 {
-		found = append(found, `"maxOutputBytes" must not be negative`)
-	}
 	prefix := fmt.Sprintf("Server %q: ", cfg.Name)
 	msgs := make([]string, len(found))
 	for i, p := range found {

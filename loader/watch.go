@@ -11,10 +11,6 @@ import (
 	"time"
 )
 
-// errNoNotify is startNotify's error where the system has no file
-// notifications the watcher uses: it polls, without a warning.
-var errNoNotify = errors.New("no file notifications on this system")
-
 // Defaults of [WatcherOptions].
 const (
 	DefaultDebounce     = 100 * time.Millisecond
@@ -37,8 +33,8 @@ type WatcherOptions struct {
 	// Poll makes the watcher compare each file's size, modification time
 	// and identity every PollInterval instead of using the system's
 	// notifications, for file systems whose notifications miss changes
-	// made elsewhere (NFS, SMB, some FUSE and container mounts). Outside
-	// Linux the watcher always polls.
+	// made elsewhere (NFS, SMB, some FUSE and container mounts). Where
+	// the system has no notifications the watcher polls anyway.
 	Poll bool
 	// PollInterval is the polling period; 0 means DefaultPollInterval.
 	PollInterval time.Duration
@@ -52,17 +48,21 @@ type WatcherOptions struct {
 // its permissions changed. The paths need not exist, nor their
 // directories.
 //
-// On Linux it uses inotify on each path's directory, so creation, deletion
-// and replacement are seen as well as edits; a path whose directory does
-// not exist is watched through its nearest existing ancestor until the
-// directory appears. A path reached through symbolic links (the path
-// itself, a link it points to, or a directory on the way, such as a
-// "current" release link) is watched at each link and at the file it
-// resolves to, as resolved when the watcher starts and after each change,
-// so a link retargeted is a change of the path. Where inotify is not available, or cannot watch
-// a path's directory when the watcher starts (the system's limit on
-// watches was reached, or the directory cannot be read), and on other
-// systems, the watcher polls: see [WatcherOptions.Poll].
+// It watches each path's directory through the system's file
+// notifications (inotify on Linux, kqueue on macOS and the BSDs,
+// ReadDirectoryChangesW on Windows, by way of fsnotify), so creation,
+// deletion and replacement are seen as well as edits; a path whose
+// directory does not exist is watched through its nearest existing
+// ancestor until the directory appears. A path reached through symbolic
+// links (the path itself, a link it points to, or a directory on the
+// way, such as a "current" release link) is watched at each link and at
+// the file it resolves to, as resolved when the watcher starts and after
+// each change, so a link retargeted is a change of the path. Where the
+// system has no notifications, or they cannot watch a path's directory
+// when the watcher starts (the system's limit on watches was reached, or
+// the directory cannot be read), the watcher logs why and polls: see
+// [WatcherOptions.Poll]. On macOS and the BSDs each watched directory
+// holds a descriptor for every entry in it, as kqueue needs.
 //
 // A Watcher is safe for concurrent use.
 type Watcher struct {
@@ -137,10 +137,9 @@ func NewWatcher(paths []string, opts *WatcherOptions) (*Watcher, error) {
 	notifying := false
 	if !o.Poll {
 		stop, err := startNotify(w, clean, report, o.Logger)
-		switch {
-		case err == nil:
+		if err == nil {
 			w.stop, notifying = stop, true
-		case !errors.Is(err, errNoNotify):
+		} else {
 			o.Logger.Warn("config watcher: polling instead of notifications", "error", err)
 		}
 	}
@@ -227,8 +226,8 @@ func (w *Watcher) deliver(changed <-chan []string, debounce time.Duration) {
 	}
 }
 
-// fileState is what polling compares, and what inotify compares when it
-// re-arms: whether the file exists and, if so, its identity, size, mode
+// fileState is what polling compares, and what the notifying watcher
+// compares when it re-arms: whether the file exists and, if so, its identity, size, mode
 // and modification time (symbolic links followed).
 type fileState struct {
 	info os.FileInfo // nil: the file does not exist or cannot be examined

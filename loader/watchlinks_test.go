@@ -73,3 +73,40 @@ func TestWatcherAncestorSymlinkRetargeted(t *testing.T) {
 		wt.expect(path)
 	})
 }
+
+// Paths that reach one directory by different names (current/ and the
+// generation it points to) share one watch; once the link is retargeted,
+// the directory left behind is still watched for the path that names it
+// directly, and the new one for the path through the link.
+func TestWatcherSharedDirectoryRetargeted(t *testing.T) {
+	forEachWatcherBackend(t, func(t *testing.T, opts WatcherOptions) {
+		root := t.TempDir()
+		for _, g := range []string{"gen1", "gen2"} {
+			mkdirAll(t, filepath.Join(root, g))
+			writeFile(t, filepath.Join(root, g, "mcp.json"), `{}`)
+		}
+		current := filepath.Join(root, "current")
+		if err := os.Symlink(filepath.Join(root, "gen1"), current); err != nil {
+			t.Skipf("symlink: %v", err)
+		}
+		viaLink := filepath.Join(current, "mcp.json")
+		direct := filepath.Join(root, "gen1", "other.json")
+		wt := startWatcher(t, []string{viaLink, direct}, opts)
+
+		writeFile(t, direct, `{}`)
+		wt.expect(direct)
+		writeFile(t, filepath.Join(root, "gen1", "mcp.json"), `{"mcpServers": {}}`)
+		wt.expect(viaLink)
+
+		retarget(t, current, filepath.Join(root, "gen2"))
+		wt.expect(viaLink)
+		writeFile(t, direct, `{"mcpServers": {}}`)
+		wt.expect(direct)
+		writeFile(t, filepath.Join(root, "gen2", "mcp.json"), `{"mcpServers": {}}`)
+		wt.expect(viaLink)
+		// gen1's mcp.json is no longer what the link leads to.
+		writeFile(t, filepath.Join(root, "gen1", "mcp.json"), `{}`)
+		writeFile(t, direct, `{}`)
+		wt.expect(direct)
+	})
+}

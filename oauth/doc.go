@@ -22,8 +22,17 @@
 // code, client secret or key is ever part of an error this package
 // returns or of anything it logs.
 //
-//	a, _ := oauth.New(nil) // default file store, default browser opener
-//	res, err := a.Login(ctx, "tracker", cfg)
-//	// res.Scopes, res.ExpiresAt; later connects use the stored token:
+// Example (runnable as the example of [Authorizer.Login]):
+//
+//	a, err := oauth.New(nil) // default file store, default browser opener
+//	if err != nil {
+//		return err // no home directory for the default store
+//	}
+//	res, err := a.Login(ctx, "tracker", cfg, nil) // opens the browser
+//	if err != nil {
+//		return err
+//	}
+//	fmt.Println(res.Scopes, res.ExpiresAt)
+//	// Later connects send the stored token, refreshed as needed:
 //	t := &mcp.StreamableClientTransport{Endpoint: cfg.URL, OAuthHandler: a.Handler("tracker", cfg, nil)}
 package oauth

@@ -59,10 +59,10 @@
 // more; digits go in groups of three; a space or one punctuation character
 // joins the word after it; runs of JSON punctuation such as `":{"` cost
 // one token for up to four characters. It reads no vocabulary. Against the
-// real tokenizers (gpt-tokenizer 4.0.0) it is within +0.2 % (cl100k_base)
-// and −2.9 % (o200k_base) over the corpus, within −0.6 % and −1.7 % over
-// the tools of the real servers the project tests against, and within
-// 18 % for every single tool; see testdata/README.md.
+// real tokenizers (cl100k_base and o200k_base) it stays within 15 % in
+// aggregate and within 25 % for every single tool of the test corpus and
+// of the real servers the project tests against; see testdata/README.md
+// for the reference counts and bench/README.md for the last figures.
 //
 // # Concurrency and cost
 //
@@ -70,10 +70,7 @@
 // write lock is taken; linking them in, and dropping a server's tools, are
 // short. Removed tools leave stale postings that searches skip, and a
 // term's postings are compacted once more than half are stale. Searches
-// share a read lock and reuse per-search buffers.
-//
-// On the project's 2-core machine, under load from other work, a search of
-// 10,000 tools takes about 0.1 ms at the median and 0.45 ms at p99
-// (BenchmarkSearch10k), and replacing one server's 100 tools in that index
-// about 0.8 ms (BenchmarkSetServer100).
+// share a read lock and reuse per-search buffers. BenchmarkSearch10k and
+// BenchmarkSetServer100 measure a search of 10,000 tools and replacing one
+// server's 100 tools in such an index; bench/README.md keeps their figures.
 package toolsearch

@@ -132,9 +132,8 @@ const (
 // insert inserts es into events in as few statements as it can: rows go in
 // groups of largeGroup and smallGroup, the rest one by one. The group
 // statements run through QueryContext, whose driver path binds all
-// arguments and steps in a single cgo call. Measured with 1,000-event
-// batches, this takes the CPU time per event from about 6.5µs (one Exec per
-// row) to about 3µs, most of it now SQLite's own work.
+// arguments and steps in a single cgo call rather than one per row (see
+// bench/README.md for what that saves).
 func (db *DB) insert(ctx context.Context, es []events.Envelope) error {
 	args := make([]any, 0, 10*min(len(es), largeGroup))
 	for len(es) > 0 {

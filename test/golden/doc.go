@@ -86,7 +86,7 @@
 // The harness is test code only, one file per role: script_test.go (the
 // config.json and script sections), run_test.go (playing a scenario
 // against a manager), record_test.go (the recorded history, clock, gate
-// and log), format_test.go (the output sections) and archive_test.go (the
-// txtar format, about a hundred lines, kept rather than pulling in the
-// golang.org/x/tools module for it).
+// and log), format_test.go (the output sections) and archive_test.go
+// (reading and replacing a section of a golang.org/x/tools/txtar
+// archive).
 package golden

@@ -29,6 +29,7 @@ import (
 	"github.com/mcplife/mcplife/oauth"
 	"github.com/mcplife/mcplife/store/memory"
 	"github.com/mcplife/mcplife/verify"
+	"golang.org/x/tools/txtar"
 )
 
 // runFile runs the golden scenario in file and compares (or, with update,
@@ -39,13 +40,13 @@ func runFile(t *testing.T, file string, update bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := parseArchive(data)
+	a := txtar.Parse(data)
 	got := playArchive(t, a)
 	if update {
 		for _, name := range outputSections {
-			a.Set(name, got[name])
+			setSection(a, name, got[name])
 		}
-		if err := os.WriteFile(file, a.Format(), 0o644); err != nil {
+		if err := os.WriteFile(file, txtar.Format(a), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -57,12 +58,12 @@ func runFile(t *testing.T, file string, update bool) {
 
 // compareOutputs returns one report per output section of a that differs from
 // got, each with a cmp.Diff of the section's lines.
-func compareOutputs(name string, a *archive, got map[string]string) []string {
+func compareOutputs(name string, a *txtar.Archive, got map[string]string) []string {
 	var reports []string
-	for _, section := range outputSections {
-		want, _ := a.Get(section)
-		if diff := diffText(want, got[section]); diff != "" {
-			reports = append(reports, fmt.Sprintf("%s: section %q mismatch (-want +got):\n%s", name, section, diff))
+	for _, sec := range outputSections {
+		want, _ := section(a, sec)
+		if diff := diffText(want, got[sec]); diff != "" {
+			reports = append(reports, fmt.Sprintf("%s: section %q mismatch (-want +got):\n%s", name, sec, diff))
 		}
 	}
 	return reports
@@ -86,9 +87,9 @@ func lines(s string) []string {
 // when the scenario is malformed, a step fails, the recorded history breaks
 // an ordering invariant, or a replay of the history disagrees with the live
 // manager.
-func playArchive(t *testing.T, a *archive) map[string]string {
+func playArchive(t *testing.T, a *txtar.Archive) map[string]string {
 	t.Helper()
-	cfgText, ok := a.Get(sectionConfig)
+	cfgText, ok := section(a, sectionConfig)
 	if !ok {
 		t.Fatalf("no %q section", sectionConfig)
 	}
@@ -98,7 +99,7 @@ func playArchive(t *testing.T, a *archive) map[string]string {
 	if err := dec.Decode(&cfg); err != nil {
 		t.Fatalf("%s: %v", sectionConfig, err)
 	}
-	scriptText, _ := a.Get(sectionScript)
+	scriptText, _ := section(a, sectionScript)
 	script, err := parseScript(scriptText)
 	if err != nil {
 		t.Fatal(err)
