@@ -204,5 +204,8 @@ func (db *DB) ChainHead(ctx context.Context) (store.ChainHead, error) {
 		return store.ChainHead{}, fmt.Errorf("sqlite: %s: %w", op, mapErr(err))
 	}
 	h.Seq = uint64(seq)
+	if seq == 0 {
+		h.Hash = nil
+	}
 	return h, nil
 }
