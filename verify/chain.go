@@ -196,7 +196,7 @@ func CheckChain(ctx context.Context, cr store.ChainReader, opts *ChainOptions) (
 		if head, err = cr.ChainHead(ctx); err != nil {
 			return rep, err
 		}
-		if prevSeq > head.Seq {
+		if prevSeq > head.Seq && !hasBreakAt(rep.Breaks, head.Seq+1) {
 			rep.Breaks = append(rep.Breaks, ChainBreak{Seq: head.Seq + 1, Kind: BreakInserted,
 				Message: fmt.Sprintf("the chain head records seq %d as the last event, the log goes on to seq %d", head.Seq, prevSeq)})
 		} else if head.Seq == prevSeq && !bytes.Equal(head.Hash, prev) {
@@ -206,7 +206,7 @@ func CheckChain(ctx context.Context, cr store.ChainReader, opts *ChainOptions) (
 		rep.Breaks = append(rep.Breaks, removed(prevSeq+1, head.Seq,
 			fmt.Sprintf("the log ends at seq %d; the chain head records seq %d", prevSeq, head.Seq)))
 	case prevSeq > 0 && !bytes.Equal(head.Hash, prev):
-		if !slices.ContainsFunc(rep.Breaks, func(b ChainBreak) bool { return b.Seq == prevSeq }) {
+		if !hasBreakAt(rep.Breaks, prevSeq) {
 			rep.Breaks = append(rep.Breaks, breakAt(prevEnv, BreakChanged, "its chain value is not the one the chain head records"))
 		}
 	}
@@ -358,6 +358,10 @@ func removed(from, to uint64, why string) ChainBreak {
 		msg = fmt.Sprintf("seqs %d to %d are missing (%s)", from, to, why)
 	}
 	return ChainBreak{Seq: from, Kind: BreakRemoved, Message: msg}
+}
+
+func hasBreakAt(bs []ChainBreak, seq uint64) bool {
+	return slices.ContainsFunc(bs, func(b ChainBreak) bool { return b.Seq == seq })
 }
 
 func toHash(b []byte) (h [store.ChainHashSize]byte) {
