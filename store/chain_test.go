@@ -16,7 +16,7 @@ import (
 // length in 8 bytes and its bytes.
 func TestChainHashDefinition(t *testing.T) {
 	e := events.Envelope{Seq: 7, Stream: "st", Version: 3, Type: "ToolsListed", Schema: 2,
-		Time: time.Unix(0, 1_700_000_000_123456789).In(time.FixedZone("x", 3600)),
+		Time:      time.Unix(0, 1_700_000_000_123456789).In(time.FixedZone("x", 3600)),
 		SessionID: "sess", CorrelationID: "corr", Host: "host", Data: []byte(`{"a":1}`)}
 	var content []byte
 	str := func(s string) {
