@@ -113,7 +113,6 @@ func TestVerifyChain(t *testing.T) {
 	}
 }
 
-
 // A file written before the hash chain, opened read-only as verify opens
 // it, has no chain to check: an input error saying so.
 func TestVerifyChainOlderFile(t *testing.T) {
