@@ -4,6 +4,38 @@
 // and [github.com/mcplife/mcplife/store/memory] implement it, and
 // [github.com/mcplife/mcplife/store/storetest] holds the conformance suite
 // every backend passes.
+//
+// # The hash chain
+//
+// Every event a durable store holds carries a chain value: a SHA-256 hash
+// over the chain value of the event before it in the global log and the
+// event's own canonical bytes, so that an event changed, removed, inserted
+// or moved after it was written breaks the chain at that point. The value
+// of event n is
+//
+//	h(n) = SHA-256( h(n-1) || be64(seq) || be64(version) || digest )
+//
+// where h(0) is 32 zero bytes, be64 is an 8-byte big-endian unsigned
+// integer, and digest is the SHA-256 of the event's content: its stored
+// fields other than seq and version, in this order, each integer as 8
+// big-endian bytes (two's complement) and each text or byte string as its
+// length in 8 big-endian bytes followed by its bytes:
+//
+//	stream, type, schema (integer), time (Unix nanoseconds, integer),
+//	session id, correlation id, host, data
+//
+// (data is the stored JSON payload, byte for byte). The 48 bytes after
+// h(n-1) are the event's canonical bytes: every stored field is covered,
+// the content through its digest ([ChainHash] computes h(n)). The digest leaves out seq and version
+// because a store may learn them only under the lock that orders its
+// appends (PostgreSQL computes the last step in SQL, with its sha256
+// function); everything else is known before.
+//
+// A store keeps the chain value of its last event beside the log as its
+// chain head, written in the same transaction as the events, so that a
+// log cut short at its end is told from a complete one. A store that
+// keeps the chain is a [ChainReader]; package
+// [github.com/mcplife/mcplife/verify] checks it.
 package store
 
 import (

@@ -103,7 +103,7 @@ func commands() []command {
 		{name: "replay", summary: "replay SESSION|last [--follow]: a session's events with relative times", run: runReplay},
 		{name: "search", summary: "search QUERY [--server S] [--limit N]: rank the tools of the discovered servers", run: runSearch},
 		{name: "inspect", summary: "inspect SESSION --at TIME|--seq N: servers and tools at that point", run: runInspect},
-		{name: "verify", summary: "verify [SESSION|--all]: check the lifecycle ordering invariants", run: runVerify},
+		{name: "verify", summary: "verify [--chain] [SESSION|--all]: check the lifecycle ordering invariants, or the hash chain", run: runVerify},
 		{name: "auth", summary: "auth login SERVER | status [--json] | logout SERVER: OAuth tokens of remote servers", run: runAuth},
 		{name: "timeline", summary: "timeline SESSION -o FILE.svg|.html: waterfall of the startup", run: runTimeline},
 		{name: "diff", summary: "diff A B [--server S] [--fail-on breaking]: what servers listed, changed between two sessions", run: runDiff},

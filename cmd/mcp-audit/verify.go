@@ -18,18 +18,22 @@ type verifyJSON struct {
 func runVerify(ctx context.Context, g *globals, args []string) error {
 	fs := newFlagSet("verify", g)
 	all := fs.Bool("all", false, "verify every session")
+	chain := fs.Bool("chain", false, "check the hash chain of the log instead of the ordering invariants")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 || (*all && len(pos) == 1) {
-		return usagef("usage: mcp-audit verify [SESSION|--all]")
+		return usagef("usage: mcp-audit verify [--chain] [SESSION|--all]")
 	}
 	st, err := g.openReadOnly()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if *chain {
+		return runVerifyChain(ctx, g, st, pos)
+	}
 	var sessions []string
 	if *all || len(pos) == 0 {
 		for info, err := range st.Streams(ctx) {

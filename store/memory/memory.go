@@ -18,6 +18,7 @@ var (
 	_ store.Snapshotter = (*Store)(nil)
 	_ store.TypeReader  = (*Store)(nil)
 	_ store.Identifier  = (*Store)(nil)
+	_ store.ChainReader = (*Store)(nil)
 )
 
 // Store is an in-memory [store.Store] and [store.Snapshotter]. Nothing
@@ -33,9 +34,10 @@ type Store struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	log       []events.Envelope  // log[i].Seq == i+1; elements never change once appended
-	streams   map[string]*stream // by name
-	order     []*stream          // by first sequence
+	log       []events.Envelope           // log[i].Seq == i+1; elements never change once appended
+	chain     [][store.ChainHashSize]byte // chain[i] is the chain value of log[i]
+	streams   map[string]*stream          // by name
+	order     []*stream                   // by first sequence
 	snapshots map[string]snapshot
 }
 
@@ -131,7 +133,12 @@ func (s *Store) appendLocked(name string, expected int64, envs []events.Envelope
 		e.Stream = name
 		e.Version = cur + uint64(i) + 1
 		e.Time = e.Time.UTC()
+		var prev [store.ChainHashSize]byte
+		if n := len(s.chain); n > 0 {
+			prev = s.chain[n-1]
+		}
 		s.log = append(s.log, e)
+		s.chain = append(s.chain, store.ChainHash(prev, e))
 		st.seqs = append(st.seqs, e.Seq)
 		out[i] = e.Clone()
 	}
@@ -295,12 +302,53 @@ func (s *Store) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, 
 	return snap.seq, slices.Clone(snap.data), nil
 }
 
+// ReadChain implements [store.ChainReader]. Nothing can change the events
+// of a memory store, so its chain is always whole.
+func (s *Store) ReadChain(ctx context.Context, fromSeq uint64) iter.Seq2[store.ChainedEvent, error] {
+	return func(yield func(store.ChainedEvent, error) bool) {
+		s.mu.RLock()
+		chain := s.chain
+		s.mu.RUnlock()
+		for env, err := range s.ReadAll(ctx, fromSeq) {
+			if err != nil {
+				yield(store.ChainedEvent{}, fmt.Errorf("memory: read chain: %w", err))
+				return
+			}
+			if env.Seq > uint64(len(chain)) {
+				return // appended after the read started
+			}
+			h := chain[env.Seq-1]
+			if !yield(store.ChainedEvent{Env: env, Hash: h[:]}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// ChainHead implements [store.ChainReader].
+func (s *Store) ChainHead(ctx context.Context) (store.ChainHead, error) {
+	if err := ctx.Err(); err != nil {
+		return store.ChainHead{}, fmt.Errorf("memory: read chain head: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.ChainHead{}, fmt.Errorf("memory: read chain head: %w", store.ErrClosed)
+	}
+	n := len(s.chain)
+	if n == 0 {
+		return store.ChainHead{}, nil
+	}
+	h := s.chain[n-1]
+	return store.ChainHead{Seq: uint64(n), Hash: h[:]}, nil
+}
+
 // Close discards the contents. Later calls to other methods return
 // [store.ErrClosed]; closing again returns nil.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.log, s.streams, s.order, s.snapshots = nil, nil, nil, nil
+	s.log, s.chain, s.streams, s.order, s.snapshots = nil, nil, nil, nil, nil
 	return nil
 }

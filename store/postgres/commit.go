@@ -95,10 +95,18 @@ func (db *DB) queueAppend(b *pgx.Batch, r *groupcommit.Request) {
 	if n > 0 {
 		first, last = r.Envs[0].Time.UnixNano(), r.Envs[n-1].Time.UnixNano()
 	}
+	// The content digests of the chain: the server completes each chain
+	// value under the counter lock, once it knows the seqs and versions.
+	digests := make([]byte, 0, n*store.ChainHashSize)
+	for _, e := range r.Envs {
+		e.Stream = r.Stream
+		d := store.ContentDigest(e)
+		digests = append(digests, d[:]...)
+	}
 	if n == 1 {
 		e := r.Envs[0]
 		b.Queue(db.q.appendOne, r.Stream, r.Expected, int64(1), e.Type, int32(e.Schema), first,
-			e.SessionID, e.CorrelationID, e.Host, notNil(e.Data), first, last)
+			e.SessionID, e.CorrelationID, e.Host, notNil(e.Data), first, last, digests)
 		return
 	}
 	var (
@@ -115,7 +123,7 @@ func (db *DB) queueAppend(b *pgx.Batch, r *groupcommit.Request) {
 		sessions[i], corrs[i], hosts[i] = e.SessionID, e.CorrelationID, e.Host
 		data[i] = notNil(e.Data)
 	}
-	b.Queue(db.q.appendMany, r.Stream, r.Expected, int64(n), types, schemas, times, sessions, corrs, hosts, data, first, last)
+	b.Queue(db.q.appendMany, r.Stream, r.Expected, int64(n), types, schemas, times, sessions, corrs, hosts, data, first, last, digests)
 }
 
 // notNil returns data, or an empty slice for nil: the column is NOT NULL,

@@ -36,6 +36,12 @@ var schemaVersion = func() int {
 	return len(ms)
 }()
 
+// migrationSteps are the parts of migrations that SQL alone does not do,
+// by version: each runs after its file, in the same transaction.
+var migrationSteps = map[int]func(db *DB, ctx context.Context, tx pgx.Tx) error{
+	chainVersion: (*DB).chainHistory,
+}
+
 // querier is a pool, a connection or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -131,6 +137,11 @@ func (db *DB) applyMigration(ctx context.Context, m migrations.Migration, latest
 		// may hold several statements.
 		if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+		if step := migrationSteps[m.Version]; step != nil {
+			if err := step(db, ctx, tx); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO `+db.q.schema+`.migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 			return fmt.Errorf("record version: %w", err)

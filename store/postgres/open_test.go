@@ -229,7 +229,8 @@ func TestIdentityMadeByMigration(t *testing.T) {
 	db.Close()
 	raw := rawConn(t, cs)
 	s := pgx.Identifier{schema}.Sanitize()
-	mustExec(t, raw, `DROP TABLE `+s+`.store_identity`, `DELETE FROM `+s+`.migrations WHERE version > 1`)
+	mustExec(t, raw, `DROP TABLE `+s+`.store_identity`, `ALTER TABLE `+s+`.events DROP COLUMN hash`,
+		`ALTER TABLE `+s+`.seq_counter DROP COLUMN hash`, `DELETE FROM `+s+`.migrations WHERE version > 1`)
 	before := fingerprint(t, raw, schema)
 
 	ro := mustOpen(t, cs, &postgres.Options{Schema: schema, ReadOnly: true})

@@ -147,6 +147,7 @@ type DB struct {
 	schema   string // as given, for messages and the migration lock
 	readOnly bool
 	id       string // the store's identity (see StoreID), set by Open
+	onDisk   int    // the schema's version as Open left it: older only when read-only
 	log      *slog.Logger
 	pool     *pgxpool.Pool
 	q        queries
@@ -204,6 +205,10 @@ func Open(ctx context.Context, connString string, opts *Options) (*DB, error) {
 	// choose, the server plans the append statement afresh each time it
 	// runs, which doubled its cost.
 	params["plan_cache_mode"] = "force_generic_plan"
+	// Every statement of the store is short; compiling one with JIT, which
+	// the server may choose for the append's recursive chain step from its
+	// row estimates, took a thousand times longer than running it.
+	params["jit"] = "off"
 	if params["application_name"] == "" {
 		params["application_name"] = "mcplife"
 	}
@@ -253,8 +258,9 @@ func (db *DB) open(ctx context.Context, o Options) error {
 	case o.ReadOnly && v == 0:
 		return fmt.Errorf("postgres: open schema %s read-only: %w", db.schema, store.ErrNotFound)
 	case o.ReadOnly:
-		// Every migration after the first only adds the store's identity,
-		// which reads do without: an older schema is read as it is.
+		// Every migration after the first only adds the store's identity
+		// or the hash chain, which reads other than the chain's do
+		// without: an older schema is read as it is.
 		db.log.Debug("postgres: reading an older schema as it is", "schema", db.schema, "version", v)
 	default:
 		if err := db.migrate(ctx); err != nil {
@@ -262,6 +268,7 @@ func (db *DB) open(ctx context.Context, o Options) error {
 		}
 		v = schemaVersion
 	}
+	db.onDisk = v
 	return db.readIdentity(ctx, v)
 }
 

@@ -19,7 +19,16 @@
 // applied in transactions and recorded in PRAGMA user_version; a file
 // written by a newer version is refused with [store.ErrNewerSchema] and left
 // untouched. Tables: events (one row per envelope, seq as rowid, time as
-// Unix nanoseconds), streams (one summary row per stream) and snapshots.
+// Unix nanoseconds, hash its chain value), streams (one summary row per
+// stream), chain_head (the last event's seq and chain value), snapshots
+// and store_identity.
+//
+// Every event carries its chain value (see package store for the
+// definition), computed by the writer under the write lock that numbers
+// the events, from the stored value of the event at the highest seq, and
+// written in the same transaction; so is the chain head. The migration
+// that added the chain chained the events stored before it, in seq order.
+// [DB.ReadChain] and [DB.ChainHead] read it back for verification.
 //
 // Example:
 //

@@ -31,6 +31,7 @@ type statements struct {
 	insertSmall  *sql.Stmt // smallGroup rows
 	insertLarge  *sql.Stmt // largeGroup rows
 	upsertStream *sql.Stmt
+	writeHead    *sql.Stmt // the chain head
 	saveSnapshot *sql.Stmt
 	// Readers.
 	readAll      *sql.Stmt
@@ -39,26 +40,33 @@ type statements struct {
 	streams      *sql.Stmt
 	lastSeq      *sql.Stmt
 	loadSnapshot *sql.Stmt
+	readChain    *sql.Stmt // nil before chainVersion
+	chainHead    *sql.Stmt // nil before chainVersion
 }
 
 func (s *statements) prepareWrites(ctx context.Context, w preparer) error {
 	return prepare(ctx, w, map[**sql.Stmt]string{
-		&s.positions:   `SELECT (SELECT version FROM streams WHERE stream = ?), (SELECT COALESCE(MAX(seq), 0) FROM events)`,
+		// A stream's version, the last seq and the chain value stored with it.
+		&s.positions: `SELECT (SELECT version FROM streams WHERE stream = ?), m.seq, (SELECT hash FROM events WHERE seq = m.seq)
+			FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM events) AS m`,
 		&s.insertEvent: insertEvents(1),
 		&s.insertSmall: insertEvents(smallGroup),
 		&s.insertLarge: insertEvents(largeGroup),
 		&s.upsertStream: `INSERT INTO streams (stream, version, first_seq, last_seq, created, updated)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 			ON CONFLICT (stream) DO UPDATE SET version = ?2, last_seq = ?4, updated = ?6`,
+		&s.writeHead: `INSERT INTO chain_head (one, seq, hash) VALUES (1, ?1, ?2)
+			ON CONFLICT (one) DO UPDATE SET seq = ?1, hash = ?2`,
 		&s.saveSnapshot: `INSERT INTO snapshots (name, seq, data) VALUES (?1, ?2, ?3)
 			ON CONFLICT (name) DO UPDATE SET seq = ?2, data = ?3 WHERE ?2 >= snapshots.seq`,
 	})
 }
 
-// insertEvents returns an INSERT statement for n rows of events.
+// insertEvents returns an INSERT statement for n rows of events, each
+// with its chain value.
 func insertEvents(n int) string {
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	return `INSERT INTO events (` + eventColumns + `) VALUES ` + row + strings.Repeat(", "+row, n-1)
+	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	return `INSERT INTO events (` + eventColumns + `, hash) VALUES ` + row + strings.Repeat(", "+row, n-1)
 }
 
 // prepareReads prepares the reads of a file at schema version v: before
@@ -68,14 +76,19 @@ func (s *statements) prepareReads(ctx context.Context, r preparer, v int) error 
 	if v < 3 {
 		cols = strings.Replace(cols, "host", "'' AS host", 1)
 	}
-	return prepare(ctx, r, map[**sql.Stmt]string{
+	qs := map[**sql.Stmt]string{
 		&s.readAll:      `SELECT ` + cols + ` FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
 		&s.readStream:   `SELECT ` + cols + ` FROM events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`,
 		&s.readType:     `SELECT ` + cols + ` FROM events WHERE type = ? AND seq >= ? ORDER BY seq LIMIT ?`,
 		&s.streams:      `SELECT stream, version, first_seq, last_seq, created, updated FROM streams WHERE first_seq > ? ORDER BY first_seq LIMIT ?`,
 		&s.lastSeq:      `SELECT COALESCE(MAX(seq), 0) FROM events`,
 		&s.loadSnapshot: `SELECT seq, data FROM snapshots WHERE name = ?`,
-	})
+	}
+	if v >= chainVersion {
+		qs[&s.readChain] = `SELECT ` + eventColumns + `, hash FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`
+		qs[&s.chainHead] = `SELECT seq, hash FROM chain_head WHERE one = 1`
+	}
+	return prepare(ctx, r, qs)
 }
 
 // preparer is a *sql.DB or a *sql.Conn.
@@ -96,8 +109,8 @@ func prepare(ctx context.Context, db preparer, qs map[**sql.Stmt]string) error {
 
 func (s *statements) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.positions, s.insertEvent, s.insertSmall, s.insertLarge, s.upsertStream, s.saveSnapshot,
-		s.readAll, s.readStream, s.readType, s.streams, s.lastSeq, s.loadSnapshot} {
+	for _, st := range []*sql.Stmt{s.positions, s.insertEvent, s.insertSmall, s.insertLarge, s.upsertStream, s.writeHead, s.saveSnapshot,
+		s.readAll, s.readStream, s.readType, s.streams, s.lastSeq, s.loadSnapshot, s.readChain, s.chainHead} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -122,20 +135,21 @@ func (db *DB) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []sto
 	return db.commits.AppendBatch(ctx, reqs)
 }
 
-// Row counts of the multi-row inserts. 256 rows bind 2,304 parameters,
+// Row counts of the multi-row inserts. 256 rows bind 2,816 parameters,
 // well below SQLite's default limit of 32,766.
 const (
 	largeGroup = 256
 	smallGroup = 16
 )
 
-// insert inserts es into events in as few statements as it can: rows go in
+// insert inserts es, each with its chain value in hashes, into events in
+// as few statements as it can: rows go in
 // groups of largeGroup and smallGroup, the rest one by one. The group
 // statements run through QueryContext, whose driver path binds all
 // arguments and steps in a single cgo call rather than one per row (see
 // bench/README.md for what that saves).
-func (db *DB) insert(ctx context.Context, es []events.Envelope) error {
-	args := make([]any, 0, 10*min(len(es), largeGroup))
+func (db *DB) insert(ctx context.Context, es []events.Envelope, hashes [][]byte) error {
+	args := make([]any, 0, 11*min(len(es), largeGroup))
 	for len(es) > 0 {
 		st, rows := db.stmts.insertEvent, 1
 		switch {
@@ -145,18 +159,18 @@ func (db *DB) insert(ctx context.Context, es []events.Envelope) error {
 			st, rows = db.stmts.insertSmall, smallGroup
 		}
 		args = args[:0]
-		for _, e := range es[:rows] {
+		for i, e := range es[:rows] {
 			data := []byte(e.Data)
 			if data == nil {
 				data = []byte{} // NOT NULL; an empty blob reads back empty
 			}
 			args = append(args, int64(e.Seq), e.Stream, int64(e.Version), e.Type, int64(e.Schema),
-				e.Time.UnixNano(), e.SessionID, e.CorrelationID, e.Host, data)
+				e.Time.UnixNano(), e.SessionID, e.CorrelationID, e.Host, data, hashes[i])
 		}
 		if err := execRows(ctx, st, rows > 1, args); err != nil {
 			return fmt.Errorf("insert seq %d-%d: %w", es[0].Seq, es[rows-1].Seq, mapErr(err))
 		}
-		es = es[rows:]
+		es, hashes = es[rows:], hashes[rows:]
 	}
 	return nil
 }

@@ -32,6 +32,12 @@ var schemaVersion = func() int {
 	return len(ms)
 }()
 
+// migrationSteps are the parts of migrations that SQL cannot do, by
+// version: each runs after its file, in the same transaction.
+var migrationSteps = map[int]func(db *DB, ctx context.Context) error{
+	chainVersion: (*DB).chainHistory,
+}
+
 func userVersion(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }) (int, error) {
@@ -80,6 +86,11 @@ func (db *DB) applyMigration(ctx context.Context, m migrations.Migration, latest
 		}
 		if _, err := db.wconn.ExecContext(bg, m.SQL); err != nil {
 			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+		if step := migrationSteps[m.Version]; step != nil {
+			if err := step(db, bg); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
 		}
 		// PRAGMA takes no parameters; m.Version is an int from the file name.
 		if _, err := db.wconn.ExecContext(bg, fmt.Sprintf("PRAGMA user_version = %d", m.Version)); err != nil {

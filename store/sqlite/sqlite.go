@@ -149,6 +149,10 @@ type DB struct {
 
 	stmts statements
 
+	// onDisk is the file's schema version as Open left it: older than
+	// schemaVersion only for a file opened read-only.
+	onDisk int
+
 	// commits is the append path: it checks appends and queues them for
 	// the next group transaction, written by writeGroup with the token in
 	// wsem held.
@@ -228,6 +232,7 @@ func Open(path string, opts *Options) (*DB, error) {
 	} else {
 		onDisk = schemaVersion
 	}
+	db.onDisk = onDisk
 	if err := db.stmts.prepareReads(ctx, db.r, onDisk); err != nil {
 		db.closeAll()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

@@ -99,6 +99,14 @@ func Run(t *testing.T, f Features, newStore func(t *testing.T) store.Store) {
 		}
 		testAppendBatch(t, s, ba)
 	})
+	t.Run("Chain", func(t *testing.T) {
+		s := open(t)
+		cr, ok := s.(store.ChainReader)
+		if !ok {
+			t.Skip("backend keeps no hash chain (it is not a store.ChainReader)")
+		}
+		testChain(t, s, cr)
+	})
 	t.Run("Snapshots", func(t *testing.T) {
 		if !f.Snapshots {
 			t.Skip("backend does not offer snapshots (Features.Snapshots is false)")

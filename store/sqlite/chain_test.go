@@ -1,0 +1,113 @@
+package sqlite_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/sqlite"
+	"github.com/mcplife/mcplife/verify"
+)
+
+// version4File returns the path of a file made as the previous schema
+// version (4, before the hash chain) made it, by its own migration files,
+// holding n events of two streams written as that version wrote them.
+func version4File(t *testing.T, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "events.db")
+	raw := rawOpen(t, path)
+	files, err := filepath.Glob("migrations/000[1-4]_*.sql")
+	if err != nil || len(files) != 4 {
+		t.Fatalf("migration files %v, %v", files, err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec(string(b)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	t0 := time.Date(2026, 2, 1, 0, 0, 0, 987654321, time.UTC)
+	versions := map[string]int{}
+	tx, err := raw.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := 1; seq <= n; seq++ {
+		stream := fmt.Sprintf("s%d", seq%2)
+		versions[stream]++
+		v := versions[stream]
+		nanos := t0.Add(time.Duration(seq) * time.Millisecond).UnixNano()
+		if _, err := tx.Exec(`INSERT INTO events (seq, stream, version, type, schema, time, session_id, correlation_id, host, data)
+			VALUES (?, ?, ?, 'ToolCallFinished', 1, ?, ?, ?, 'h', ?)`, seq, stream, v, nanos, stream, fmt.Sprintf("c%d", seq),
+			[]byte(fmt.Sprintf(`{"n":%d}`, seq))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(`INSERT INTO streams (stream, version, first_seq, last_seq, created, updated) VALUES (?1, ?2, ?3, ?3, ?4, ?4)
+			ON CONFLICT (stream) DO UPDATE SET version = ?2, last_seq = ?3, updated = ?4`, stream, v, seq, nanos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`PRAGMA user_version = 4`); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A file of the previous schema version, with its events, is chained by
+// the migration: the chain verifies, and appends after it continue it.
+// Read-only, such a file is read as it is and its chain is refused with a
+// message saying why.
+func TestMigrationChainsHistory(t *testing.T) {
+	const n = 1300 // more than two pages of the migration's reads
+	path := version4File(t, n)
+
+	ro := mustOpen(t, path, &sqlite.Options{ReadOnly: true})
+	if got := len(collectAll(t, ro)); got != n {
+		t.Fatalf("read-only open of a version 4 file: %d events, want %d", got, n)
+	}
+	if _, err := verify.CheckChain(t.Context(), ro, nil); err == nil || !strings.Contains(err.Error(), "predates the hash chain") {
+		t.Fatalf("chain of a version 4 file read-only: %v, want an error saying it predates the chain", err)
+	}
+	ro.Close()
+
+	db := mustOpen(t, path, nil)
+	rep, err := verify.CheckChain(t.Context(), db, nil)
+	if err != nil || !rep.OK() || rep.Events != n || rep.HeadSeq != n {
+		t.Fatalf("chain after the migration: %+v, %v; want %d events intact", rep, err, n)
+	}
+	if _, err := db.Append(t.Context(), "s0", store.AnyVersion, []events.Envelope{envelope(1), envelope(2)}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = verify.CheckChain(t.Context(), db, nil)
+	if err != nil || !rep.OK() || rep.Events != n+2 || rep.HeadSeq != n+2 {
+		t.Fatalf("chain after appending to the migrated file: %+v, %v", rep, err)
+	}
+}
+
+func collectAll(t *testing.T, st store.Store) []events.Envelope {
+	t.Helper()
+	var out []events.Envelope
+	for e, err := range st.ReadAll(t.Context(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
