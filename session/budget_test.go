@@ -31,7 +31,7 @@ func budgetProject(t *testing.T) (cwd, home string) {
 func startBudget(t *testing.T, j *journal.Journal, cwd, home string, budget int) *session.Session {
 	t.Helper()
 	own := session.Tool{Name: "read_file", Description: "the agent's own tool"}
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home},
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home},
 		Manager: &manager.Options{Gate: 1 << 40}, Tools: []session.Tool{own}, ToolBudget: budget})
 	if err != nil {
 		t.Fatal(err)

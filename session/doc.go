@@ -20,8 +20,8 @@
 //
 // Example:
 //
-//	j, _ := journal.New(st, nil)
-//	s, err := session.Start(ctx, j, &session.Options{Cwd: dir})
+//	// nil: record into mcp-audit's default store, opened and closed by s.
+//	s, err := session.Start(ctx, nil, &session.Options{Loader: loader.Options{Cwd: dir}})
 //	if err != nil { ... }
 //	defer s.Close(ctx)
 //	for _, t := range s.Tools() { fmt.Println(t.Name, "from", t.Path) }

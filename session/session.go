@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,28 +43,30 @@ type Tool struct {
 // Options configure [Start]. The zero value (or nil) means: discover
 // servers for the process's working directory, home directory and
 // environment, and connect them with the manager's defaults.
+//
+// The session's working directory and logger are those of the options it
+// carries: Loader.Cwd (or Manager.Cwd when only that is set) and
+// Manager.Logger.
 type Options struct {
 	// ID is the session id, which is also its event stream; empty means
 	// a new one ([journal.NewSessionID]).
 	ID string
-	// Cwd is the session's working directory: the project directory
-	// discovery reads, and the manager's working directory (for stdio
-	// servers without a cwd, and for roots/list). Empty means the
-	// process's working directory. A Cwd set in Loader or Manager wins for
-	// that side.
-	Cwd string
-	// Loader configures discovery. Empty fields take the session's
-	// defaults: Cwd from Options.Cwd, Home from the process
+	// Loader configures discovery. Its Cwd is the session's working
+	// directory: the project directory discovery reads, the directory
+	// recorded in SessionStarted, and the manager's working directory when
+	// Manager.Cwd is empty (for stdio servers without a cwd, and for the
+	// default root). Empty means Manager.Cwd, else the process's working
+	// directory; a relative directory is made absolute. Other empty fields
+	// take the session's defaults: Home from the process
 	// ([os.UserHomeDir]), LookupEnv from the process ([os.LookupEnv]) when
-	// Env is nil too, Logger from Options.Logger. The same options build
-	// the resolver that substitutes env and header values at every connect
-	// ([loader.ResolverFor]), so connecting sees the environment discovery
-	// saw. Not used when Servers is set, except for that resolver.
+	// Env is nil too, Logger from Manager.Logger. Set
+	// Loader.DisableProjectConfig to leave project-level config files
+	// (those inside the working directory, which can name commands to run)
+	// unopened. The same options build the resolver that substitutes env
+	// and header values at every connect ([loader.ResolverFor]), so
+	// connecting sees the environment discovery saw. Only Cwd and that
+	// resolver are used when Servers is set.
 	Loader loader.Options
-	// DisableProjectConfig leaves project-level config files (those inside
-	// Cwd, which can name commands to run) unopened, as
-	// Loader.DisableProjectConfig does.
-	DisableProjectConfig bool
 	// Servers, when not nil, replace discovery: the session connects
 	// exactly these configs (each with Name set) and reads no config file.
 	// An empty, non-nil list connects nothing. Sources holds the source
@@ -75,8 +78,9 @@ type Options struct {
 	// only Tools, and Start needs no journal.
 	DisableMCP bool
 	// Manager configures the session's manager ([manager.New]); nil means
-	// defaults. Empty Cwd, Logger and Resolver are filled in from the
-	// session's.
+	// defaults. Its Logger is the session's too: it receives per-server
+	// errors and late failures (nil discards). Empty Cwd and Resolver are
+	// filled in from the session's.
 	Manager *manager.Options
 	// Tools are the agent's own, non-MCP tools.
 	Tools []Tool
@@ -98,8 +102,6 @@ type Options struct {
 	// SessionStarted's options ("toolBudget"), so a replay exposes what the
 	// session exposed ([Expose]).
 	ToolBudget int
-	// Logger receives per-server errors and late failures; nil discards.
-	Logger *slog.Logger
 	// WatchConfig keeps the servers in step with the config files while
 	// the session runs. After the initial discovery it watches every file
 	// discovery read and every path where a new config file would be found
@@ -142,6 +144,9 @@ type Session struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// closeJournal closes the journal and store Start opened for a nil
+	// journal (idempotent); nil when the journal is the caller's.
+	closeJournal func() error
 
 	// refreshMu serialises RefreshMCPTools, so an older view never
 	// replaces a newer one.
@@ -167,18 +172,29 @@ type Session struct {
 // subscribes to the manager's updates, so later connects, drops and list
 // changes refresh its tools.
 //
+// A nil j records into the default event store, the one `mcp-audit`
+// reads when given no --db, so `mcp-audit sessions` lists the session:
+// $MCP_AUDIT_DB when set, else $XDG_STATE_HOME/mcplife/events.db, else
+// ~/.local/state/mcplife/events.db, a SQLite file created (with its
+// directory) when missing. The session opens that store and a journal on
+// it (with no bus; host id $MCPLIFE_HOST when set; events the store cannot
+// take yet spooled beside the file, as `mcp-audit run` does), and
+// [Session.Close] closes both after recording SessionClosed. A journal
+// passed in stays the caller's: the session never closes it.
+//
 // A discovery that fails as a whole still starts the session, without MCP
-// tools (see [DiscoverAndLoad]). Start returns an error when j is nil
-// (with MCP enabled), when the manager cannot be created or refuses to
-// connect, or when ctx ends before the gate.
+// tools (see [DiscoverAndLoad]). Start returns an error when the default
+// store cannot be opened ($MCP_AUDIT_DB naming a PostgreSQL store is one:
+// open it with store/postgres and pass a journal), when the manager cannot
+// be created or refuses to connect, or when ctx ends before the gate.
 func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	log := slog.New(slog.DiscardHandler)
+	if o.Manager != nil && o.Manager.Logger != nil {
+		log = o.Manager.Logger
 	}
 	s := &Session{id: o.ID, log: log, own: slices.Clone(o.Tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
 	if s.id == "" {
@@ -202,10 +218,10 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		s.cancel = func() {}
 		return s, nil
 	}
-	if j == nil {
-		return nil, errors.New("session: nil journal (required unless MCP is disabled)")
+	cwd := o.Loader.Cwd
+	if cwd == "" && o.Manager != nil {
+		cwd = o.Manager.Cwd
 	}
-	cwd := o.Cwd
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -213,10 +229,32 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		}
 		cwd = wd
 	}
-	lo := o.Loader
-	if lo.Cwd == "" {
-		lo.Cwd = cwd
+	cwd, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("session: working directory: %w", err)
 	}
+	if j == nil {
+		dj, err := openDefaultJournal(log)
+		if err != nil {
+			return nil, err
+		}
+		j, s.closeJournal = dj.j, dj.close
+	}
+	if err := s.start(ctx, j, &o, cwd, wopts); err != nil {
+		if s.closeJournal != nil {
+			err = errors.Join(err, s.closeJournal())
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// start is Start from the journal on: a failure leaves the journal to
+// Start.
+func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, cwd string, wopts loader.WatcherOptions) error {
+	o, log := *opts, s.log
+	lo := o.Loader
+	lo.Cwd = cwd
 	if lo.Home == "" {
 		// Without a home directory discovery fails as a whole, which the
 		// load reports.
@@ -227,9 +265,6 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	}
 	if lo.Logger == nil {
 		lo.Logger = log
-	}
-	if o.DisableProjectConfig {
-		lo.DisableProjectConfig = true
 	}
 	var mo manager.Options
 	if o.Manager != nil {
@@ -246,7 +281,7 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	}
 	m, err := manager.New(j, s.id, &mo)
 	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
+		return fmt.Errorf("session: %w", err)
 	}
 	s.mgr, s.ownsMgr = m, true
 	gate := mo.Gate
@@ -277,13 +312,13 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	}
 	if err := m.Record(ctx, started); err != nil {
 		m.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("session: %w", err)
+		return fmt.Errorf("session: %w", err)
 	}
 	// Before any server starts: what a killed host left running goes first.
 	reapAbandonedAtStart(ctx, j, s.id, log)
 	if err := s.follow(); err != nil {
 		s.closeOwned(ctx)
-		return nil, err
+		return err
 	}
 	var res *LoadResult
 	var watch *configWatch
@@ -302,7 +337,7 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 			watch.stop()
 		}
 		s.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("session: load MCP tools: %w", err)
+		return fmt.Errorf("session: load MCP tools: %w", err)
 	}
 	s.load = res
 	if watch != nil {
@@ -313,7 +348,7 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		log.Error("MCP tool load failed", "path", e.Path, "error", e.Error)
 	}
 	s.RefreshMCPTools()
-	return s, nil
+	return nil
 }
 
 // ToolBudgetOption is the key of SessionStarted's options that records
@@ -518,7 +553,7 @@ func (s *Session) Reload(ctx context.Context) (*manager.ConnectResult, error) {
 // either is loaded for both. Closing it does not disconnect anything.
 func (s *Session) Subagent(tools []Tool) (*Session, error) {
 	if s.mgr == nil {
-		return Start(context.Background(), nil, &Options{DisableMCP: true, Tools: tools, Logger: s.log})
+		return Start(context.Background(), nil, &Options{DisableMCP: true, Tools: tools, Manager: &manager.Options{Logger: s.log}})
 	}
 	sub, err := shared(s, tools)
 	if err != nil {
@@ -554,6 +589,9 @@ func (s *Session) Close(ctx context.Context) error {
 	return s.closeOwned(ctx)
 }
 
+// closeOwned closes the manager the session created and records
+// SessionClosed, then closes the journal and store it opened (a nil
+// journal given to Start), in that order, so SessionClosed is stored.
 func (s *Session) closeOwned(ctx context.Context) error {
 	if !s.ownsMgr {
 		return nil
@@ -561,6 +599,9 @@ func (s *Session) closeOwned(ctx context.Context) error {
 	err := s.mgr.Close(ctx)
 	if rerr := s.mgr.Record(context.WithoutCancel(ctx), &events.SessionClosed{Reason: "closed"}); rerr != nil {
 		err = errors.Join(err, rerr)
+	}
+	if s.closeJournal != nil {
+		err = errors.Join(err, s.closeJournal())
 	}
 	return err
 }

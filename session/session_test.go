@@ -36,7 +36,7 @@ func runHermetic(m *testing.M) int {
 	}
 	defer os.RemoveAll(home)
 	os.Setenv("HOME", home)
-	for _, v := range []string{"XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA"} {
+	for _, v := range []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME", "MCP_AUDIT_DB", "MCPLIFE_HOST", "CODEX_HOME", "APPDATA"} {
 		os.Unsetenv(v)
 	}
 	return m.Run()
@@ -134,7 +134,7 @@ func TestLateServerReachesSessionBySubscription(t *testing.T) {
 	j, _ := newJournal(t)
 	seedCache(t, j, cwd, home, "slow", "add")
 	own := session.Tool{Name: "read_file", Description: "the agent's own tool"}
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}, Tools: []session.Tool{own}})
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home}, Tools: []session.Tool{own}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
 	j, st := newJournal(t)
 	// Without reconnecting, so b's drop removes its tools (a reconnect
 	// would keep them, deferred).
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home},
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home},
 		Manager: &manager.Options{Reconnect: manager.ReconnectPolicy{Disabled: true}}})
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
 func TestReloadRecordsAndRefreshes(t *testing.T) {
 	cwd, home := project(t, map[string]events.ServerConfig{"a": fixtureConfig(t, "only=echo")})
 	j, st := newJournal(t)
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}})
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestMCPDisabledSkipsDiscovery(t *testing.T) {
 	cwd, home := project(t, map[string]events.ServerConfig{
 		"evil": {Command: "sh", Args: []string{"-c", "touch " + marker}, Env: map[string]string{"X": "!touch " + marker}},
 	})
-	s, err := session.Start(t.Context(), nil, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}, DisableMCP: true, Tools: []session.Tool{{Name: "own"}}})
+	s, err := session.Start(t.Context(), nil, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home}, DisableMCP: true, Tools: []session.Tool{{Name: "own"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestDiscoveryFailureStillStarts(t *testing.T) {
 	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: t.TempDir(), Loader: loader.Options{Home: notADir}})
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: t.TempDir(), Home: notADir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func TestWatchConfigAppliesEdits(t *testing.T) {
 	file := filepath.Join(cwd, ".mcplife", "mcp.json")
 	j, st := newJournal(t)
 	s, err := session.Start(t.Context(), j, &session.Options{
-		Cwd: cwd, Loader: loader.Options{Home: home, Env: map[string]string{}},
+		Loader:      loader.Options{Cwd: cwd, Home: home, Env: map[string]string{}},
 		Manager:     nil,
 		WatchConfig: true,
 		Watcher:     &loader.WatcherOptions{Debounce: 20 * time.Millisecond},
@@ -279,7 +279,7 @@ func TestWatchConfigInvalidEntry(t *testing.T) {
 	file := filepath.Join(cwd, ".mcplife", "mcp.json")
 	j, st := newJournal(t)
 	s, err := session.Start(t.Context(), j, &session.Options{
-		Cwd: cwd, Loader: loader.Options{Home: home, Env: map[string]string{}},
+		Loader:      loader.Options{Cwd: cwd, Home: home, Env: map[string]string{}},
 		WatchConfig: true, Watcher: &loader.WatcherOptions{Debounce: 20 * time.Millisecond},
 	})
 	if err != nil {

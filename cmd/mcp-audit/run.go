@@ -203,8 +203,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 	start := time.Now()
 	s, err := session.Start(ctx, j, &session.Options{
-		Cwd: lopts.Cwd, Loader: lopts, Logger: logger, ToolBudget: o.budget,
-		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login},
+		Loader: lopts, ToolBudget: o.budget,
+		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login, Logger: logger},
 		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {
