@@ -50,6 +50,13 @@ type ServerConfig struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Roots, when set, are the directories the client gives this server
+	// as its roots (roots/list) instead of the session's: absolute, or
+	// relative to the session's working directory. A server such as
+	// server-filesystem works in those folders only. A change is a config
+	// change (the hash changes, so the server reconnects). Omitted when
+	// empty, so configurations without it hash as before.
+	Roots []string `json:"roots,omitempty"`
 	// TimeoutMs bounds connect + initialize; nil means the default (30 s),
 	// 0 means no limit.
 	TimeoutMs *int64 `json:"timeout,omitempty"`
@@ -156,6 +163,7 @@ func (c ServerConfig) Transport() string {
 //	Server "<n>": stdio server requires "command" field
 //	Server "<n>": <http|sse> server requires "url" field
 //	Server "<n>": unknown server type "<t>"
+//	Server "<n>": "roots" entry <i> is empty (want a directory)
 //
 // and, for an http or sse URL without ${VAR} references, the problem
 // [CheckURL] finds. A URL with references is checked once they are
@@ -184,6 +192,11 @@ func (c ServerConfig) Validate() error {
 		}
 	default:
 		problems = append(problems, fmt.Sprintf("unknown server type %q", t))
+	}
+	for i, r := range c.Roots {
+		if strings.TrimSpace(r) == "" {
+			problems = append(problems, fmt.Sprintf(`"roots" entry %d is empty (want a directory)`, i))
+		}
 	}
 	if len(problems) == 0 {
 		return nil
@@ -275,6 +288,7 @@ func (c ServerConfig) Clone() ServerConfig {
 	c.Headers = maps.Clone(c.Headers)
 	c.EnabledTools = slices.Clone(c.EnabledTools)
 	c.DisabledTools = slices.Clone(c.DisabledTools)
+	c.Roots = slices.Clone(c.Roots)
 	if c.TimeoutMs != nil {
 		v := *c.TimeoutMs
 		c.TimeoutMs = &v

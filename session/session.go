@@ -310,6 +310,9 @@ func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, 
 	if o.ToolBudget > 0 {
 		started.Options[ToolBudgetOption] = strconv.Itoa(o.ToolBudget)
 	}
+	if len(mo.Roots) > 0 {
+		started.Options[RootsOption] = recordedRoots(mo.Roots, mo.Cwd)
+	}
 	if err := m.Record(ctx, started); err != nil {
 		m.Close(context.WithoutCancel(ctx))
 		return fmt.Errorf("session: %w", err)
@@ -354,6 +357,26 @@ func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, 
 // ToolBudgetOption is the key of SessionStarted's options that records
 // [Options.ToolBudget], when set.
 const ToolBudgetOption = "toolBudget"
+
+// RootsOption is the key of SessionStarted's options that records the
+// session's roots when the manager's options set them (the default, the
+// working directory alone, is not recorded): a JSON array of absolute
+// paths.
+const RootsOption = "roots"
+
+// recordedRoots is the value of [RootsOption]: roots made absolute as the
+// manager makes them, relative ones against cwd.
+func recordedRoots(roots []string, cwd string) string {
+	abs := make([]string, len(roots))
+	for i, r := range roots {
+		if !filepath.IsAbs(r) {
+			r = filepath.Join(cwd, r)
+		}
+		abs[i] = filepath.Clean(r)
+	}
+	b, _ := json.Marshal(abs)
+	return string(b)
+}
 
 // shared returns a session that uses parent's manager, which it does not
 // own, with its own registry of tools plus the manager's tools and

@@ -112,6 +112,7 @@ type runOptions struct {
 	prompt string
 	pargs  string
 	login  bool
+	roots  multiFlag
 }
 
 func runRun(ctx context.Context, g *globals, args []string) error {
@@ -131,6 +132,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.BoolVar(&o.login, "login", false, "run the OAuth browser login for servers that need it, and for step-ups (without it, run never opens a browser)")
 	fs.BoolVar(&o.watch, "watch-config", true, "while running (not with --once), apply edits of the config files: connect added and changed servers, disconnect removed ones")
 	fs.IntVar(&o.budget, "tool-budget", defaultToolBudget, "tool budget in estimated `TOKENS` of the exposed tool definitions; over it, tools wait behind a search tool (0: off)")
+	fs.Var(&o.roots, "root", "a `DIR` the servers get as a root (roots/list), repeatable; replaces the default root, the session's cwd")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -178,6 +180,10 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	roots, err := rootDirs(o.roots)
+	if err != nil {
+		return err
+	}
 	_, j, closeStore, err := g.openJournal()
 	if err != nil {
 		return err
@@ -204,7 +210,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	start := time.Now()
 	s, err := session.Start(ctx, j, &session.Options{
 		Loader: lopts, ToolBudget: o.budget,
-		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login, Logger: logger},
+		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login, Logger: logger, Roots: roots},
 		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {
