@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/mcplife/mcplife/events"
@@ -121,6 +120,11 @@ type Options struct {
 	// needs discovery: with Servers set, or when the initial discovery
 	// failed as a whole, nothing is watched.
 	WatchConfig bool
+	// ToolMode says how the MCP tools are offered: each as a tool of its
+	// own (ToolsDirect, the default), or behind two tools whose
+	// definitions never change ([ToolsCallTool]). It is recorded in
+	// SessionStarted's options ("toolMode") when set.
+	ToolMode ToolMode
 	// Watcher configures the config watcher of WatchConfig (nil means
 	// defaults; an unset Logger is the session's).
 	Watcher *loader.WatcherOptions
@@ -152,9 +156,17 @@ type Session struct {
 	// replaces a newer one.
 	refreshMu sync.Mutex
 
-	mu        sync.Mutex
-	own       []Tool
-	mcp       []Tool // exposed MCP tools and the search tool, sorted by name
+	mu  sync.Mutex
+	own []Tool
+	// mcp holds the exposed MCP tools in the order of ExposedTools, after
+	// the search tool when the budget applies; mcpIndex finds them by
+	// name.
+	mcp      []Tool
+	mcpIndex map[string]int
+	// mode is Options.ToolMode; meta holds the tools of ToolsCallTool
+	// (see metaTools).
+	mode      ToolMode
+	meta      []Tool
 	exposure  Exposure
 	active    map[string]bool // nil: every tool is active
 	changes   chan struct{}
@@ -206,6 +218,16 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	if o.ToolBudget > 0 {
 		s.budget = newBudget(o.ToolBudget)
 	}
+	switch o.ToolMode {
+	case ToolsDirect:
+	case ToolsCallTool:
+		if o.ToolBudget > 0 {
+			return nil, fmt.Errorf("session: ToolMode %q and ToolBudget both set: choose one (the call tool's list, or the budget's search tool)", o.ToolMode)
+		}
+	default:
+		return nil, fmt.Errorf("session: unknown ToolMode %q (want %q or empty)", o.ToolMode, ToolsCallTool)
+	}
+	s.mode = o.ToolMode
 	var wopts loader.WatcherOptions
 	if o.Watcher != nil {
 		wopts = *o.Watcher
@@ -310,6 +332,9 @@ func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, 
 	if o.ToolBudget > 0 {
 		started.Options[ToolBudgetOption] = strconv.Itoa(o.ToolBudget)
 	}
+	if o.ToolMode != ToolsDirect {
+		started.Options[ToolModeOption] = string(o.ToolMode)
+	}
 	if len(mo.Roots) > 0 {
 		started.Options[RootsOption] = recordedRoots(mo.Roots, mo.Cwd)
 	}
@@ -383,7 +408,7 @@ func recordedRoots(roots []string, cwd string) string {
 // parent's tool budget; it reloads with parent's discover.
 func shared(parent *Session, tools []Tool) (*Session, error) {
 	s := &Session{id: parent.mgr.Session(), log: parent.log, mgr: parent.mgr, discover: parent.discover, budget: parent.budget, parent: parent,
-		own: slices.Clone(tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
+		mode: parent.mode, own: slices.Clone(tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.follow(); err != nil {
 		return nil, err
 	}
@@ -426,38 +451,52 @@ func (s *Session) LoadResult() *LoadResult { return s.load }
 
 // RefreshMCPTools replaces every mcp_ tool of the registry with the
 // manager's latest view, as the tool budget exposes it (see
-// [Options.ToolBudget]). The selection of active tools is kept: tools that
-// were active stay active; new tools become active only when every tool
-// was active (no explicit selection).
+// [Options.ToolBudget]), in the order of [ExposedTools]. The selection of
+// active tools is kept: tools that were active stay active; new tools
+// become active only when every tool was active (no explicit selection).
 func (s *Session) RefreshMCPTools() {
 	if s.mgr == nil {
 		return
 	}
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
+	// The view first: a tool listed after it is held back (under a
+	// budget) or placed last, until the next refresh, which its own
+	// update brings.
+	view := s.mgr.View()
 	var exp Exposure
 	if s.budget != nil {
-		// The view first: a tool listed after it is held back until the
-		// next refresh, which its own update brings.
-		exp = s.budget.update(s.mgr.View())
+		exp = s.budget.update(view)
 	}
-	var fresh []Tool
-	for _, t := range s.mgr.Tools() {
-		if !exp.Exposed(t.Name) {
-			continue
-		}
-		fresh = append(fresh, Tool{
-			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Path: t.Path(), MCP: t,
-			Call: func(ctx context.Context, args json.RawMessage) (*manager.CallResult, error) { return t.Call(ctx, args) },
-		})
+	live := s.mgr.Tools()
+	byName := make(map[string]*manager.Tool, len(live))
+	for _, t := range live {
+		byName[t.Name] = t
 	}
+	fresh := make([]Tool, 0, len(live)+1)
 	if exp.Applied {
 		fresh = append(fresh, s.searchTool())
-		slices.SortFunc(fresh, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	}
+	for _, vt := range ExposedTools(view, exp) {
+		if t, ok := byName[vt.Name]; ok {
+			fresh = append(fresh, mcpTool(t))
+			delete(byName, vt.Name)
+		}
+	}
+	if !exp.Applied {
+		for _, t := range live { // newer than the view: last, by name
+			if _, ok := byName[t.Name]; ok {
+				fresh = append(fresh, mcpTool(t))
+			}
+		}
+	}
+	index := make(map[string]int, len(fresh))
+	for i, t := range fresh {
+		index[t.Name] = i
 	}
 	s.mu.Lock()
 	changed := !sameNames(s.mcp, fresh) || deferredChanged(s.mcp, fresh)
-	s.mcp = fresh
+	s.mcp, s.mcpIndex = fresh, index
 	s.exposure = exp
 	s.mu.Unlock()
 	if changed {
@@ -465,6 +504,14 @@ func (s *Session) RefreshMCPTools() {
 		case s.changes <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// mcpTool is the registry entry of the manager's tool t.
+func mcpTool(t *manager.Tool) Tool {
+	return Tool{
+		Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Path: t.Path(), MCP: t,
+		Call: func(ctx context.Context, args json.RawMessage) (*manager.CallResult, error) { return t.Call(ctx, args) },
 	}
 }
 
@@ -482,21 +529,34 @@ func deferredChanged(a, b []Tool) bool {
 }
 
 // Changes returns a channel that receives (coalesced) after the session's
-// tool list changed.
+// tool list changed. With [ToolsCallTool] the list offered stays the same;
+// the channel then tells of changes to the tools the call tool reaches.
 func (s *Session) Changes() <-chan struct{} { return s.changes }
 
-// Tools returns every tool of the registry, sorted by name: the agent's own
-// and the mcp_ tools; over the tool budget, the exposed mcp_ tools and the
-// search tool ([Options.ToolBudget]).
+// Tools returns every tool of the registry, in an order that only ever
+// grows at its end, so the definitions stay a stable prefix of a model's
+// prompt (and of its provider's prompt cache): first the agent's own
+// tools, in the order given; then the mcp_ tools in the order they were
+// first exposed in the session ([ExposedTools]): a late server's tools, a
+// re-list's new tools and tools a search loaded come last, and a tool that
+// goes leaves the others in place. Over the tool budget the mcp_ tools are
+// the search tool, first, and the exposed ones ([Options.ToolBudget]);
+// with [ToolsCallTool], the list tool and the call tool alone.
 func (s *Session) Tools() []Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append(slices.Clone(s.own), s.mcp...)
-	slices.SortStableFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return append(slices.Clone(s.own), s.listed()...)
 }
 
-// ActiveTools returns the active tools, sorted by name.
+// listed returns the mcp_ part of Tools. Requires s.mu.
+func (s *Session) listed() []Tool {
+	if s.mode == ToolsCallTool && s.mgr != nil {
+		return s.metaTools()
+	}
+	return s.mcp
+}
+
+// ActiveTools returns the active tools, in the order of [Session.Tools].
 func (s *Session) ActiveTools() []Tool {
 	all := s.Tools()
 	s.mu.Lock()
@@ -524,15 +584,21 @@ func (s *Session) SetActive(names []string) {
 }
 
 // Tool returns the named tool of the registry, as [Session.Tools] would
-// list it, without building the list. An agent's own tool wins over an
-// mcp_ tool of the same name.
+// list it, without building the list; with [ToolsCallTool] also the MCP
+// tools the call tool reaches. An agent's own tool wins over an mcp_ tool
+// of the same name.
 func (s *Session) Tool(name string) (Tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i := slices.IndexFunc(s.own, func(t Tool) bool { return t.Name == name }); i >= 0 {
 		return s.own[i], true
 	}
-	if i, ok := slices.BinarySearchFunc(s.mcp, name, func(t Tool, name string) int { return strings.Compare(t.Name, name) }); ok {
+	if s.mode == ToolsCallTool {
+		if i := slices.IndexFunc(s.metaTools(), func(t Tool) bool { return t.Name == name }); i >= 0 {
+			return s.metaTools()[i], true
+		}
+	}
+	if i, ok := s.mcpIndex[name]; ok {
 		return s.mcp[i], true
 	}
 	return Tool{}, false
