@@ -52,7 +52,8 @@ type ServerConfig struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Roots, when set, are the directories the client gives this server
 	// as its roots (roots/list) instead of the session's: absolute, or
-	// relative to the session's working directory. A server such as
+	// relative to the session's working directory, taken as written (no
+	// ${VAR} expansion). A server such as
 	// server-filesystem works in those folders only. A change is a config
 	// change (the hash changes, so the server reconnects). Omitted when
 	// empty, so configurations without it hash as before.
