@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -307,7 +306,9 @@ func permanent(err error) bool {
 // storeDown reports whether the store is unavailable, rather than refusing
 // an append it was given: it does not answer a read either. Requires j.mu.
 func (j *Journal) storeDown() bool {
-	_, err := j.st.LastSeq(context.Background())
+	ctx, cancel := j.storeContext()
+	defer cancel()
+	_, err := j.st.LastSeq(ctx)
 	return err != nil
 }
 

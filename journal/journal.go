@@ -98,10 +98,20 @@ type Options struct {
 	// wait). The events left then are not published: they are stored, and
 	// subscribers read them from the store.
 	DrainTimeout time.Duration
+	// StoreTimeout bounds each commit of the writer and each check of
+	// whether the store is up (default DefaultStoreTimeout; negative: no
+	// bound). A store that stops answering without failing (a database
+	// behind a partition that never resets the connection) then counts as
+	// unavailable once it passed: the writer holds what it could not
+	// store, as for a store that failed, instead of waiting for ever.
+	StoreTimeout time.Duration
 }
 
 // DefaultDrainTimeout is the default of [Options.DrainTimeout].
 const DefaultDrainTimeout = 5 * time.Second
+
+// DefaultStoreTimeout is the default of [Options.StoreTimeout].
+const DefaultStoreTimeout = 10 * time.Second
 
 // publishQueue is how many stored batches may wait for the bus.
 const publishQueue = 1024
@@ -193,6 +203,7 @@ type Journal struct {
 	pubDone      chan struct{}
 	pubAbandon   chan struct{}
 	drainTimeout time.Duration
+	storeTimeout time.Duration // 0: none
 
 	// The write queue (see writer.go): wq holds the appends not yet taken
 	// by the writer, in call order; wclosed is set when Close begins. wake
@@ -248,6 +259,12 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 	if o.CheckpointEvery < 0 {
 		return nil, fmt.Errorf("journal: CheckpointEvery %d is negative", o.CheckpointEvery)
 	}
+	switch {
+	case o.StoreTimeout == 0:
+		o.StoreTimeout = DefaultStoreTimeout
+	case o.StoreTimeout < 0:
+		o.StoreTimeout = 0
+	}
 	if o.DeferredQueue < 0 {
 		return nil, fmt.Errorf("journal: DeferredQueue %d is negative", o.DeferredQueue)
 	}
@@ -298,6 +315,7 @@ func New(st store.Store, opts *Options) (*Journal, error) {
 		pubDone:         make(chan struct{}),
 		pubAbandon:      make(chan struct{}),
 		drainTimeout:    o.DrainTimeout,
+		storeTimeout:    o.StoreTimeout,
 		wake:            make(chan struct{}, 1),
 		slots:           make(chan struct{}, o.DeferredQueue),
 		writerDone:      make(chan struct{}),

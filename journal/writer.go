@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -336,8 +337,10 @@ func (j *Journal) batches(n int) bool {
 // out of order. Requires j.mu.
 func (j *Journal) commit(reqs []store.AppendRequest) []store.AppendResult {
 	// A caller that stops waiting once its request is taken still gets it
-	// stored: the writer does not depend on callers' contexts.
-	ctx := context.Background()
+	// stored: the writer does not depend on callers' contexts, only on
+	// its own bound.
+	ctx, cancel := j.storeContext()
+	defer cancel()
 	if j.batches(len(reqs)) {
 		return j.st.(store.BatchAppender).AppendBatch(ctx, reqs)
 	}
@@ -405,6 +408,66 @@ func (j *Journal) AppendDeferred(ctx context.Context, session, correlation strin
 	return nil
 }
 
+// ErrQueueFull is returned by [Journal.TryAppendDeferred] when
+// Options.DeferredQueue deferred appends are waiting already.
+var ErrQueueFull = errors.New("journal: deferred queue full")
+
+// TryAppendDeferred is [Journal.AppendDeferred] that never waits: when
+// the queue is full it queues nothing and returns ErrQueueFull.
+func (j *Journal) TryAppendDeferred(session, correlation string, failed func(error), evs ...events.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	envs, err := envelopes(session, correlation, evs)
+	if err != nil {
+		return err
+	}
+	select {
+	case j.slots <- struct{}{}:
+	default:
+		return ErrQueueFull
+	}
+	if err := j.enqueue(&request{session: session, envs: envs, evs: evs, failed: failed}); err != nil {
+		<-j.slots
+		return err
+	}
+	return nil
+}
+
+// Pending is an append queued by [Journal.AppendAsync].
+type Pending struct{ r *request }
+
+// Done is closed once the append was stored or failed.
+func (p *Pending) Done() <-chan struct{} { return p.r.done }
+
+// Result returns what the append stored, or why it failed; it waits for
+// Done.
+func (p *Pending) Result() ([]events.Envelope, error) {
+	<-p.r.done
+	return p.r.out, p.r.err
+}
+
+// AppendAsync queues evs like [Journal.AppendCorrelated], in the same
+// order with every other append, and returns without waiting: the result
+// is the returned Pending's. A caller that queues its appends from one
+// goroutine this way keeps their order without waiting for each commit.
+// Like a waited-for append, it fails (rather than being held) while the
+// store is unavailable, and when ctx ends before the writer takes it.
+func (j *Journal) AppendAsync(ctx context.Context, session, correlation string, evs ...events.Event) (*Pending, error) {
+	envs, err := envelopes(session, correlation, evs)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("journal: append to %q: %w", session, err)
+	}
+	r := &request{ctx: ctx, session: session, envs: envs, evs: evs, done: make(chan struct{})}
+	if err := j.enqueue(r); err != nil {
+		return nil, err
+	}
+	return &Pending{r: r}, nil
+}
+
 // Flush waits until every append called before it, deferred ones included,
 // has been stored (or has failed), projected and queued for publishing.
 // While the store is unavailable, Flush tries it once more and returns
@@ -440,4 +503,17 @@ func envelopes(session, correlation string, evs []events.Event) ([]events.Envelo
 		envs[i] = env.WithCorrelation(correlation)
 	}
 	return envs, nil
+}
+
+// Backlog returns how many deferred appends are queued and not yet stored
+// (or held): what a journal closed now would still have to store.
+func (j *Journal) Backlog() int { return len(j.slots) }
+
+// storeContext bounds one commit or check of the store by
+// Options.StoreTimeout.
+func (j *Journal) storeContext() (context.Context, context.CancelFunc) {
+	if j.storeTimeout > 0 {
+		return context.WithTimeout(context.Background(), j.storeTimeout)
+	}
+	return context.Background(), func() {}
 }

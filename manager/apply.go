@@ -69,7 +69,7 @@ func (m *Manager) ApplyConfigs(ctx context.Context, paths []string, configs []ev
 		m.rearm(name)
 	}
 	m.mu.Unlock()
-	if err := m.j.Flush(context.WithoutCancel(ctx)); err != nil {
+	if err := m.flush(context.WithoutCancel(ctx)); err != nil {
 		m.log.Warn("MCP config change: record", "err", err)
 	}
 
@@ -184,7 +184,7 @@ func (m *Manager) staleAfter(d configDiff) []string {
 	var out []string
 	for _, name := range slices.Concat(d.removed, d.restart) {
 		s := m.servers[name]
-		if s == nil || s.closing {
+		if s == nil || s.ending() {
 			continue
 		}
 		if hash, ok := d.hash[name]; !ok || s.hash != hash {

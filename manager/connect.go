@@ -48,7 +48,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 		}
 		var wait []chan struct{}
 		for _, c := range cfgs {
-			if s := m.servers[c.Name]; s != nil && s.closing {
+			if s := m.servers[c.Name]; s != nil && s.ending() {
 				wait = append(wait, s.done)
 			}
 		}
@@ -143,7 +143,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 	}
 	m.mu.Lock()
 	for _, name := range inCall {
-		if s := m.servers[name]; s != nil && s.conn != nil && !s.closing {
+		if s := m.servers[name]; s != nil && s.conn != nil && !s.ending() {
 			res.Connected = append(res.Connected, name)
 		}
 	}
@@ -155,6 +155,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 // newServer returns the record of a server about to connect.
 func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 	s := &server{
+		state:     stDialing,
 		name:      cfg.Name,
 		cfg:       cfg.Clone(),
 		hash:      hash,
@@ -241,7 +242,7 @@ func (m *Manager) run(s *server) {
 	// a failed attempt schedules the next one until the breaker trips.
 	for {
 		if s.retry != nil && !m.waitRetry(s) {
-			m.endRecord(s, notConnected(s.name), !m.claim(s))
+			m.endRecord(s, notConnected(s.name), !m.claim(s, stClosing))
 			return
 		}
 		begin = m.now()
@@ -251,12 +252,16 @@ func (m *Manager) run(s *server) {
 			break // a server that needs a login waits for it, not for a retry
 		}
 		if !m.retryAfterFailure(s, err, m.now().Sub(begin), errors.Is(err, ErrTimeout)) {
-			m.endRecord(s, err, !m.claim(s))
+			m.endRecord(s, err, !m.claim(s, stClosing))
 			return
 		}
 	}
 	if err != nil {
-		tornDown := m.claim(s)
+		to := stClosing
+		if _, auth := needsAuthOf(err); auth {
+			to = stNeedsAuth
+		}
+		tornDown := m.claim(s, to)
 		m.yield("run.failed", s.name)
 		if tornDown {
 			m.endRecord(s, err, false)
@@ -301,13 +306,15 @@ func (m *Manager) run(s *server) {
 	r.leave()
 	m.yield("run.conn", s.name)
 	m.mu.Lock()
+	if s.state == stDialing { // else a teardown began: it closes lc
+		m.setState(s, stListing)
+	}
 	s.conn = lc
 	s.connectedAt = m.now()
 	s.deferred = false
 	close(s.connected)
 	m.mu.Unlock()
 	m.wg.Go(func() { m.watchDrop(s, lc) })
-	m.wg.Go(func() { m.healthLoop(s, lc) })
 	if lc.setLevel {
 		m.wg.Go(func() { m.setServerLogLevel(s, lc) }) // beside the first tools/list, not before it
 	}
@@ -315,7 +322,7 @@ func (m *Manager) run(s *server) {
 	listStart := m.now()
 	defs, err := m.listTools(s.ctx, s, lc)
 	m.mu.Lock()
-	closing := s.closing
+	closing := s.ending()
 	m.mu.Unlock()
 	if closing || s.ctx.Err() != nil {
 		// Torn down (a teardown marks the server closing before it
@@ -340,23 +347,31 @@ func (m *Manager) run(s *server) {
 		last = listed.ToolsHash
 		m.emitDeferred("", listed)
 	}
+	m.mu.Lock()
+	if s.state == stListing { // a teardown may have begun meanwhile
+		m.setState(s, stReady)
+	}
+	m.mu.Unlock()
 	r.settle(s.name, err)
 	r.leave()
 	if late && err != nil {
 		m.log.Warn("MCP tool load failed", "server", s.name, "err", err)
 	}
 	m.wg.Go(func() { m.surfaceLists(s, lc) })
-	m.relistLoop(s, lc, last)
+	m.serve(s, lc, last)
 }
 
-// claim marks s closing, so this goroutine finishes the record of a
-// connect that failed, and reports whether a teardown had marked it
-// already (then the teardown finishes it).
-func (m *Manager) claim(s *server) (tornDown bool) {
+// claim moves s to the state to (closing, or needs-auth for a server that
+// wants a login), so this goroutine finishes the record of a connect that
+// failed, and reports whether a teardown had marked it already (then the
+// teardown finishes it).
+func (m *Manager) claim(s *server, to state) (tornDown bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	tornDown = s.closing
-	s.closing = true
+	tornDown = s.ending()
+	if !tornDown {
+		m.setState(s, to)
+	}
 	return tornDown
 }
 
@@ -372,6 +387,7 @@ func (m *Manager) endRecord(s *server, err error, remove bool) {
 		if m.servers[s.name] == s {
 			delete(m.servers, s.name)
 		}
+		m.setState(s, stDone)
 		close(s.done)
 	}
 	close(s.watchDone) // no watcher was started
@@ -390,7 +406,11 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	if err == nil {
 		res.oauth = m.oauthHandler(s, res.cfg)
-		t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)
+		if m.opts.Dial != nil {
+			t, err = m.dialHost(ctx, s, res)
+		} else {
+			t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)
+		}
 	}
 	if err != nil {
 		return nil, m.connectError(s, res, nil, err)

@@ -55,10 +55,10 @@ func (m *Manager) disconnect(ctx context.Context, names []string, reason events.
 		s := m.servers[name]
 		switch {
 		case s == nil:
-		case s.closing:
+		case s.ending():
 			others = append(others, s.done)
 		default:
-			s.closing = true
+			m.setState(s, stClosing)
 			mine = append(mine, s)
 		}
 	}
@@ -174,6 +174,7 @@ func (m *Manager) finish(servers []*server, discs []*events.Disconnected, correl
 		if m.servers[s.name] == s {
 			delete(m.servers, s.name)
 		}
+		m.setState(s, stDone)
 		close(s.done)
 	}
 	m.mu.Unlock()

@@ -29,6 +29,31 @@
 // connect through a [Resolver]; resolved values never reach events, logs
 // or errors.
 //
+// Each server is one record with an explicit lifecycle state (dialing,
+// listing, ready, backoff, needs-auth, closing, done; the transitions are
+// written down in state.go and checked at every change). Recording never
+// holds up the lifecycle: events go through the manager's outbox, in the
+// order they were emitted, and a store that stops answering stops only
+// the recording. Calls, Status, Tools and disconnects go on; Close tears
+// every server down within its context and logs what it could not record.
+//
+// [Options.Dial] replaces the built-in transports, so a host can test
+// against go-sdk servers in its own process (mcp.NewInMemoryTransports).
+//
+// Where to look:
+//
+//	connect.go     ConnectServers, and run: one server's connect, first list, re-lists
+//	gate.go        the startup gate decides ready, failed, deferred (cached) or awaited
+//	drop.go        a connection ends on its own: the server drops (watchDrop, dropped)
+//	reconnect.go   the backoff, the crash-loop breaker, ReconnectNow
+//	health.go      health checks, descendants seen, a host that slept
+//	tool.go        a call is recorded (ToolCallStarted/Finished) and made
+//	disconnect.go  a teardown: process group, in-flight calls, Disconnected
+//	outbox.go      how events reach the journal without holding a lock
+//	state.go       the states and their legal transitions
+//	transport.go   stdio, streamable HTTP, SSE; headers.go the origin rule;
+//	               substitution.go and scrub.go what a server never sees recorded
+//
 // Example:
 //
 //	j, _ := journal.New(memory.New(), nil)

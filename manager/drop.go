@@ -46,12 +46,12 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 	}
 	m.yield("watch.ended", s.name)
 	m.mu.Lock()
-	if s.closing {
+	if s.ending() {
 		m.mu.Unlock()
 		<-waited
 		return
 	}
-	s.closing = true
+	m.setState(s, stClosing)
 	m.mu.Unlock()
 
 	d := &events.Disconnected{Server: s.name, Reason: events.ReasonTransportClosed}
@@ -139,6 +139,7 @@ func (m *Manager) dropped(s *server, d *events.Disconnected) {
 	m.mu.Unlock()
 	m.yield("finish.remove", s.name)
 	m.mu.Lock()
+	m.setState(s, stDone)
 	close(s.done)
 	m.mu.Unlock()
 }

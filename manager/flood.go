@@ -106,7 +106,7 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 	now := time.Now()
 	m.mu.Lock()
 	f := &lc.flood
-	ok := !s.closing && f.inFlight[method] < MaxServerRequests
+	ok := !s.ending() && f.inFlight[method] < MaxServerRequests
 	if ok && method != methodRoots {
 		if f.start.IsZero() || now.Sub(f.start) >= time.Second {
 			f.start, f.n = now, 0
@@ -121,7 +121,7 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 		return true
 	}
 	start, drop := false, false
-	if !s.closing {
+	if !s.ending() {
 		f.declined[method]++
 		start = m.floodDueLocked(f, now)
 		if f.dstart.IsZero() || now.Sub(f.dstart) >= time.Second {
@@ -207,7 +207,7 @@ func (m *Manager) resourceUpdated(s *server, lc *liveConn) func(context.Context,
 		uri := req.Params.URI
 		now := time.Now()
 		m.mu.Lock()
-		if s.closing {
+		if s.ending() {
 			m.mu.Unlock()
 			return
 		}
@@ -279,7 +279,7 @@ func (m *Manager) floodLoop(s *server, lc *liveConn) {
 				}
 			}
 			m.mu.Lock()
-			if s.closing {
+			if s.ending() {
 				m.mu.Unlock()
 				return
 			}

@@ -29,41 +29,21 @@ const (
 	DefaultSleepThreshold = 10 * time.Second
 )
 
-// healthLoop pings a connected server every Options.HealthInterval (and
-// at once when lc.checkNow is signalled, after the host slept). A server
+// checkHealth pings a connected server (see serve for when). A server
 // that fails a ping (no answer within HealthTimeout, or a transport error;
 // a server that does not know ping passes) is unresponsive: its
 // connection is closed, and the drop watcher records Disconnected with
-// reason unresponsive, which a reconnect follows. A stdio server's new
-// descendants are recorded (ProcessesSeen) at each check.
-func (m *Manager) healthLoop(s *server, lc *liveConn) {
-	var tick <-chan time.Time
-	if m.opts.HealthInterval > 0 {
-		t := time.NewTicker(m.opts.HealthInterval)
-		defer t.Stop()
-		tick = t.C
+// reason unresponsive, which a reconnect follows. It reports false then.
+func (m *Manager) checkHealth(s *server, lc *liveConn) bool {
+	if m.ping(s, lc) {
+		return true
 	}
-	seen := map[proc.Identity]bool{}
-	m.recordDescendants(s, lc, seen)
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-lc.ended:
-			return
-		case <-tick:
-		case <-lc.checkNow:
-		}
-		if !m.ping(s, lc) {
-			m.mu.Lock()
-			s.unresponsive = !s.closing
-			m.mu.Unlock()
-			m.log.Warn("MCP server did not answer a health check", "server", s.name)
-			lc.cs.Close() // the drop watcher takes it from here
-			return
-		}
-		m.recordDescendants(s, lc, seen)
-	}
+	m.mu.Lock()
+	s.unresponsive = !s.ending()
+	m.mu.Unlock()
+	m.log.Warn("MCP server did not answer a health check", "server", s.name)
+	lc.cs.Close() // the drop watcher takes it from here
+	return false
 }
 
 // ping reports whether the server answered a ping in time.
@@ -80,14 +60,21 @@ func (m *Manager) ping(s *server, lc *liveConn) bool {
 	return false
 }
 
-// recordDescendants records the stdio server's descendants that were not
-// seen before, so a later process can reap them if this host dies.
-func (m *Manager) recordDescendants(s *server, lc *liveConn, seen map[proc.Identity]bool) {
+// scanDescendants asks for a scan of a stdio server's descendants; the
+// answer comes on the channel (nil for other servers: never).
+func (m *Manager) scanDescendants(lc *liveConn) <-chan []proc.Identity {
 	if lc.proc == nil {
-		return
+		return nil
 	}
+	return m.scanner.query(lc.proc.Pid())
+}
+
+// recordDescendants records the stdio server's descendants in ids that
+// were not seen before, so a later process can reap them if this host
+// dies.
+func (m *Manager) recordDescendants(s *server, lc *liveConn, seen map[proc.Identity]bool, ids []proc.Identity) {
 	var fresh []events.ProcessRef
-	for _, id := range m.scanner.descendants(s.ctx, lc.proc.Pid()) {
+	for _, id := range ids {
 		if !seen[id] {
 			seen[id] = true
 			fresh = append(fresh, events.ProcessRef{Pid: id.Pid, StartTime: id.StartTime})
@@ -99,7 +86,7 @@ func (m *Manager) recordDescendants(s *server, lc *liveConn, seen map[proc.Ident
 	slices.SortFunc(fresh, func(a, b events.ProcessRef) int { return a.Pid - b.Pid })
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !s.closing && s.conn == lc {
+	if !s.ending() && s.conn == lc {
 		m.emitDeferred("", &events.ProcessesSeen{Server: s.name, Pids: fresh})
 	}
 }
@@ -138,7 +125,7 @@ func (m *Manager) hostResumed(slept time.Duration) {
 	}
 	m.emitDeferred("", &events.HostResumed{SleptMs: slept.Milliseconds()})
 	for _, s := range m.servers {
-		if s.conn == nil || s.closing || s.cfg.Transport() == events.TransportStdio {
+		if s.conn == nil || s.ending() || s.cfg.Transport() == events.TransportStdio {
 			continue
 		}
 		select {
@@ -162,8 +149,9 @@ type procScanner struct {
 // the pass stays off the startup path it follows.
 const scanBatch = 500 * time.Millisecond
 
-// descendants returns the descendants of pid, or nil when ctx ends first.
-func (ps *procScanner) descendants(ctx context.Context, pid int) []proc.Identity {
+// query asks for the descendants of pid; they come on the returned
+// channel with the next pass.
+func (ps *procScanner) query(pid int) <-chan []proc.Identity {
 	ch := make(chan []proc.Identity, 1)
 	ps.mu.Lock()
 	if ps.pending == nil {
@@ -172,12 +160,7 @@ func (ps *procScanner) descendants(ctx context.Context, pid int) []proc.Identity
 	}
 	ps.pending[pid] = append(ps.pending[pid], ch)
 	ps.mu.Unlock()
-	select {
-	case ids := <-ch:
-		return ids
-	case <-ctx.Done():
-		return nil
-	}
+	return ch
 }
 
 // scan answers every pending query with one pass over /proc.

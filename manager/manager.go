@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/oauth"
@@ -162,6 +164,16 @@ type Options struct {
 	// $XDG_STATE_HOME/mcplife/outputs, else ~/.local/state/mcplife/outputs.
 	// The manager never deletes them.
 	OutputDir string
+	// Dial, when set, opens the transport of every server instead of the
+	// built-in ones (a child process for stdio, streamable HTTP, legacy
+	// SSE): it is given the server's config with its env and header
+	// values substituted, and a context that ends when the server is torn
+	// down (initialize, after Dial, is bounded by the server's timeout).
+	// Hosts use it to run go-sdk servers in process
+	// (mcp.NewInMemoryTransports) in their tests and examples. The rest
+	// of the lifecycle (initialize, lists, health, reconnects, recording)
+	// is the same as over a built-in transport.
+	Dial func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error)
 	// OnGate, when set, is called once per connect round when the startup
 	// gate has decided every server's outcome (ready, failed, deferred or
 	// awaited), before ConnectServers waits for the awaited ones and before
@@ -217,6 +229,9 @@ type Manager struct {
 	// requestRate is [ServerRequestRate]; tests of the in-flight bound
 	// raise it so that only that bound applies.
 	requestRate int
+
+	// out is the queue of events to record (outbox.go).
+	out *outbox
 
 	// ctx is cancelled by Close; wg holds the goroutines it stops.
 	ctx    context.Context
@@ -375,6 +390,8 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	m.requestRate = ServerRequestRate
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.out = newOutbox()
+	go m.pump()
 	m.setUpAuth()
 	ctx := context.Background()
 	if m.cache == nil {
@@ -406,13 +423,15 @@ type viewProjection struct {
 	// replayed from its stream already, and the rest of the store holds
 	// nothing for the view.
 	floor uint64
+	// off is set by a Close that could not detach the view at once.
+	off atomic.Bool
 }
 
 func (p *viewProjection) Apply(env events.Envelope) { p.ApplyDecoded(env, nil) }
 
 // ApplyDecoded takes the journal's shared decoding (journal.SharedDecoding).
 func (p *viewProjection) ApplyDecoded(env events.Envelope, decode func() (events.Event, error)) {
-	if env.SessionID != p.m.session && (env.SessionID != "" || env.Stream != p.m.session) {
+	if p.off.Load() || env.SessionID != p.m.session && (env.SessionID != "" || env.Stream != p.m.session) {
 		return
 	}
 	p.m.viewMu.Lock()
@@ -487,39 +506,6 @@ func (m *Manager) goOwned(fn func()) bool {
 
 // Session returns the session id the manager records to.
 func (m *Manager) Session() string { return m.session }
-
-// emit appends evs to the session (see emitCorrelated).
-func (m *Manager) emit(evs ...events.Event) error {
-	return m.emitCorrelated("", evs...)
-}
-
-// emitCorrelated appends evs to the session under correlation. Recording
-// does not depend on the caller's context: a cancelled call still records
-// that it finished. A failed append is logged here, once, at Error with
-// the types and servers of its events, and returned; a caller that can do
-// nothing more about it ignores the error.
-func (m *Manager) emitCorrelated(correlation string, evs ...events.Event) error {
-	if _, err := m.j.AppendCorrelated(context.Background(), m.session, correlation, evs...); err != nil {
-		types, servers := describeEvents(evs)
-		m.log.Error("MCP lifecycle event not recorded", "type", types, "server", servers, "err", err)
-		return err
-	}
-	return nil
-}
-
-// emitDeferred queues evs under correlation without waiting for the store
-// (see [journal.Journal.AppendDeferred]); a failure to store them is logged
-// like emitCorrelated's. Tool calls record their events this way, so a call
-// never waits for the disk.
-func (m *Manager) emitDeferred(correlation string, evs ...events.Event) {
-	failed := func(err error) {
-		types, servers := describeEvents(evs)
-		m.log.Error("MCP lifecycle event not recorded", "type", types, "server", servers, "err", err)
-	}
-	if err := m.j.AppendDeferred(context.Background(), m.session, correlation, failed, evs...); err != nil {
-		failed(err)
-	}
-}
 
 // describeEvents returns the distinct types and servers of evs, each
 // joined with ",", in order of appearance.
@@ -610,7 +596,7 @@ func (m *Manager) Tools() []*Tool {
 func (m *Manager) WaitForConnection(ctx context.Context, name string) error {
 	m.mu.Lock()
 	s := m.servers[name]
-	if s == nil || s.closing {
+	if s == nil || s.ending() {
 		m.mu.Unlock()
 		return notConnected(name)
 	}
@@ -630,7 +616,7 @@ func (m *Manager) WaitForConnection(ctx context.Context, name string) error {
 	if s.connErr != nil {
 		return s.connErr
 	}
-	if s.closing || s.conn == nil {
+	if s.ending() || s.conn == nil {
 		return notConnected(name)
 	}
 	return nil
@@ -652,17 +638,36 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.stopping = true
 	m.mu.Unlock()
 	m.cancel()
+	// Goroutines that wait for a recording stop waiting once ctx ends.
+	stopWaits := context.AfterFunc(ctx, m.out.abandonNow)
 	m.wg.Wait()
-	// The calls' events, recorded without waiting, are stored by now.
-	if ferr := m.j.Flush(context.WithoutCancel(ctx)); err == nil && !errors.Is(ferr, journal.ErrClosed) {
+	stopWaits()
+	// The calls' events, recorded without waiting, are stored by now,
+	// unless the store stopped answering and ctx ended first.
+	m.closeOutbox(ctx)
+	if ferr := m.j.Flush(ctx); err == nil && !errors.Is(ferr, journal.ErrClosed) {
 		err = ferr
+	}
+	if n := m.out.lostEvents(); n > 0 || ctx.Err() != nil && err != nil {
+		m.log.Error("MCP lifecycle events not recorded: the store did not answer before Close's context ended",
+			"session", m.session, "events", n+m.j.Backlog())
 	}
 	// Nothing more is recorded for the session: stop folding the
 	// journal's appends into its view (which stays as it is). A cache the
 	// manager attached itself goes too.
-	m.j.Detach(m.viewProj)
-	if m.ownCache {
-		m.j.Detach(m.cache)
+	detach := func() {
+		m.j.Detach(m.viewProj)
+		if m.ownCache {
+			m.j.Detach(m.cache)
+		}
+	}
+	if ctx.Err() != nil {
+		// The journal may be waiting for the store with its lock held:
+		// the view stops folding at once, and is detached when it can be.
+		m.viewProj.off.Store(true)
+		go detach()
+	} else {
+		detach()
 	}
 	return err
 }

@@ -61,7 +61,7 @@ func (m *Manager) waitSurfaces(ctx context.Context) error {
 	var wait []pending
 	m.mu.Lock()
 	for _, s := range m.servers {
-		if s.conn != nil && !s.closing {
+		if s.conn != nil && !s.ending() {
 			wait = append(wait, pending{s.conn.surfaceReady, s.ctx.Done()})
 		}
 	}
@@ -77,7 +77,7 @@ func (m *Manager) waitSurfaces(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return m.j.Flush(ctx)
+	return m.flush(ctx)
 }
 
 // ready reports whether every server with a runtime record (a connect in

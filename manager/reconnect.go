@@ -115,7 +115,7 @@ func (m *Manager) ReconnectNow(name string) error {
 	switch {
 	case s == nil:
 		return &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrUnknownServer, name)}
-	case s.retry == nil || s.closing || s.conn != nil:
+	case s.retry == nil || s.ending() || s.conn != nil:
 		return &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrNotReconnecting, name)}
 	}
 	select {
@@ -166,6 +166,7 @@ func (m *Manager) noteFailure(name string) (tripped bool, count int) {
 // It is registered in place of s so that calls wait for it. Requires m.mu.
 func (m *Manager) successor(s *server, n int) *server {
 	s2 := m.newServer(s.cfg, s.hash)
+	s2.state = stBackoff
 	s2.retry = newRetry(m.reconnect.delay(n), n)
 	s2.deferred = true
 	s2.round = gatelessRound(s2)
@@ -195,9 +196,10 @@ func (m *Manager) waitRetry(s *server) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s.closing {
+	if s.ending() {
 		return false
 	}
+	m.setState(s, stDialing)
 	m.attempts[s.name]++
 	m.emitDeferred("", &events.ConnectStarted{Server: s.name, Transport: s.cfg.Transport(), Attempt: m.attempts[s.name]})
 	return true
@@ -211,7 +213,7 @@ func (m *Manager) retryAfterFailure(s *server, err error, took time.Duration, ti
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	failed := &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: took, TimedOut: timedOut}
-	if s.closing {
+	if s.ending() {
 		return false
 	}
 	tripped, count := m.noteFailure(s.name)
@@ -221,6 +223,7 @@ func (m *Manager) retryAfterFailure(s *server, err error, took time.Duration, ti
 		return false
 	}
 	n := s.retry.n + 1
+	m.setState(s, stBackoff)
 	s.retry = newRetry(m.reconnect.delay(n), n)
 	m.emitDeferred("", failed, &events.ReconnectScheduled{
 		Server: s.name, Attempt: m.attempts[s.name] + 1, DelayMs: s.retry.delay.Milliseconds(), Cause: err.Error(),
@@ -238,7 +241,7 @@ func (m *Manager) awaitSuccessor(ctx context.Context, s *server) *server {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s2 := m.servers[s.name]; s2 != nil && s2 != s && !s2.closing {
+	if s2 := m.servers[s.name]; s2 != nil && s2 != s && !s2.ending() {
 		return s2
 	}
 	return nil

@@ -17,7 +17,7 @@ func (m *Manager) Record(ctx context.Context, evs ...events.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if _, err := m.j.Append(ctx, m.session, evs...); err != nil {
+	if err := m.waitRecorded(ctx, &outItem{evs: evs, wait: make(chan pendingAppend, 1)}); err != nil {
 		return fmt.Errorf("manager: record %s: %w", evs[0].Type(), err)
 	}
 	m.mu.Lock()

@@ -4,22 +4,57 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
 )
 
-// relistLoop re-lists the server's tools on each (coalesced)
-// notifications/tools/list_changed until the server is torn down.
+// serve is the rest of a connected server's life on its own goroutine,
+// until the server is torn down or its connection ends: each case of its
+// select is one duty, done in turn.
 //
-// A server may send the notification in a loop, with or without a change:
-// re-lists are at least Options.RelistInterval apart (notifications in
-// between are coalesced into one ToolListChanged and one re-list), and a
-// list is recorded only when it differs from the last one recorded, so
-// the store grows by one small event per interval at most.
-func (m *Manager) relistLoop(s *server, lc *liveConn, last string) {
+//   - Re-lists on each (coalesced) notifications/tools/list_changed. A
+//     server may send the notification in a loop, with or without a
+//     change: re-lists are at least Options.RelistInterval apart
+//     (notifications in between are coalesced into one ToolListChanged and
+//     one re-list), and a list is recorded only when it differs from the
+//     last one recorded, so the store grows by one small event per
+//     interval at most.
+//   - Health checks every Options.HealthInterval, and at once when
+//     lc.checkNow is signalled (the host slept); see checkHealth.
+//   - The descendants of a stdio server, recorded (ProcessesSeen) when a
+//     scan answers: one at the start and one after each health check.
+func (m *Manager) serve(s *server, lc *liveConn, last string) {
+	var tick <-chan time.Time
+	if m.opts.HealthInterval > 0 {
+		t := time.NewTicker(m.opts.HealthInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	seen := map[proc.Identity]bool{}
+	scan := m.scanDescendants(lc)
 	var prev time.Time
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-lc.ended:
+			return
+		case ids := <-scan:
+			scan = nil
+			m.recordDescendants(s, lc, seen, ids)
+			continue
+		case <-tick:
+			if !m.checkHealth(s, lc) {
+				return
+			}
+			if scan == nil {
+				scan = m.scanDescendants(lc)
+			}
+			continue
+		case <-lc.checkNow:
+			if !m.checkHealth(s, lc) {
+				return
+			}
+			continue
 		case <-lc.relist:
 		}
 		if !m.spaced(s, &prev, lc.relist) {

@@ -38,7 +38,7 @@ type server struct {
 	conn        *liveConn // (m.mu) set once initialize finished
 	connectedAt time.Time // (m.mu) when conn was set
 	deferred    bool      // (m.mu) CachedToolsServed recorded, no live list yet
-	closing     bool      // (m.mu) teardown started
+	state       state     // (m.mu) where the record is in its lifecycle (state.go)
 	// cachedResources and cachedPrompts: (m.mu) lists of that kind were
 	// served from the cache at the gate, so the server's own listing must
 	// replace them even when it has none.
@@ -101,7 +101,7 @@ type callGroup struct {
 
 // join adds a call to s unless s is being torn down. Requires m.mu.
 func (g *callGroup) join(s *server) bool {
-	if s.closing {
+	if s.ending() {
 		return false
 	}
 	g.n++

@@ -132,7 +132,7 @@ func (m *Manager) serverLogHandler(s *server, lc *liveConn) func(context.Context
 		now := time.Now()
 		l := &lc.logs
 		m.mu.Lock()
-		if s.closing {
+		if s.ending() {
 			m.mu.Unlock()
 			return
 		}
@@ -195,7 +195,7 @@ func (m *Manager) serverLogLoop(s *server, lc *liveConn) {
 		m.mu.Lock()
 		n := l.dropped
 		l.dropped = 0
-		if n == 0 || s.closing {
+		if n == 0 || s.ending() {
 			m.mu.Unlock()
 			continue
 		}

@@ -180,7 +180,7 @@ func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, l
 func (m *Manager) emitSurface(s *server, lc *liveConn, ev events.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !s.closing && s.conn == lc {
+	if !s.ending() && s.conn == lc {
 		m.emitDeferred("", ev)
 	}
 }
@@ -215,7 +215,7 @@ func (m *Manager) connection(ctx context.Context, name string) (*liveConn, error
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s.closing || s.conn == nil {
+	if s.ending() || s.conn == nil {
 		return nil, notConnected(name)
 	}
 	return s.conn, nil

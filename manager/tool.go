@@ -104,7 +104,7 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	}
 	m.mu.Lock()
 	s := m.servers[t.Server]
-	if s != nil && !s.closing && s.conn == nil && !s.deferred {
+	if s != nil && !s.ending() && s.conn == nil && !s.deferred {
 		// Still connecting and not served from the cache: wait for the
 		// connection before the call is recorded.
 		m.mu.Unlock()
@@ -303,7 +303,7 @@ func (m *Manager) awaitConnect(ctx context.Context, s *server) error {
 	if s.connErr != nil {
 		return s.connErr
 	}
-	if s.closing || s.conn == nil {
+	if s.ending() || s.conn == nil {
 		return notConnected(s.name)
 	}
 	return nil

@@ -177,3 +177,15 @@ func (c *sseConn) Close() error {
 	c.cancel()
 	return err
 }
+
+// dialHost opens s's transport with Options.Dial. A nil transport without
+// an error is the host's bug, reported as a connect error of s.
+func (m *Manager) dialHost(ctx context.Context, s *server, res resolved) (mcp.Transport, error) {
+	cfg := res.cfg.Clone()
+	cfg.Env, cfg.Headers = res.env, res.headers
+	t, err := m.opts.Dial(ctx, cfg)
+	if err == nil && t == nil {
+		err = errors.New("Options.Dial returned no transport")
+	}
+	return t, err
+}

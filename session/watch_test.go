@@ -17,6 +17,7 @@ import (
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
+	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/session"
 	"github.com/mcplife/mcplife/store"
 )
@@ -145,8 +146,10 @@ func TestWatchConfigAppliesEdits(t *testing.T) {
 	file := filepath.Join(cwd, ".mcplife", "mcp.json")
 	j, st := newJournal(t)
 	s, err := session.Start(t.Context(), j, &session.Options{
-		Loader:      loader.Options{Cwd: cwd, Home: home, Env: map[string]string{}},
-		Manager:     nil,
+		Loader: loader.Options{Cwd: cwd, Home: home, Env: map[string]string{}},
+		// Every round's servers are awaited, whatever the machine's load:
+		// the expected outcomes are all ready.
+		Manager:     &manager.Options{Gate: time.Minute},
 		WatchConfig: true,
 		Watcher:     &loader.WatcherOptions{Debounce: 20 * time.Millisecond},
 	})

@@ -92,6 +92,8 @@ func commands() []command {
 		{name: "verify", summary: "verify [SESSION|--all]: check the lifecycle ordering invariants", run: runVerify},
 		{name: "auth", summary: "auth login SERVER | status [--json] | logout SERVER: OAuth tokens of remote servers", run: runAuth},
 		{name: "timeline", summary: "timeline SESSION -o FILE.svg|.html: waterfall of the startup", run: runTimeline},
+		{name: "diff", summary: "diff A B [--server S] [--fail-on breaking]: what servers listed, changed between two sessions", run: runDiff},
+		{name: "export", summary: "export SESSION -o FILE.html|.json: one self-contained report of a session", run: runExport},
 		{name: fixtureCommand, hidden: true, run: runFixture},
 	}
 }

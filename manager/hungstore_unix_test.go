@@ -1,0 +1,307 @@
+//go:build unix
+
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/projector"
+	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/memory"
+	"github.com/mcplife/mcplife/store/postgres"
+	"github.com/mcplife/mcplife/store/postgres/pgtest"
+)
+
+// hungStore is a memory store whose appends and reads of the sequence
+// block while it is frozen, as a SQLite file on a disk that stopped
+// answering does: nothing fails, nothing returns.
+type hungStore struct {
+	store.Store
+	mu      sync.Mutex
+	thawed  chan struct{} // nil while not frozen
+	blocked chan struct{} // (cap 1) an operation is blocked
+}
+
+func newHungStore() *hungStore {
+	return &hungStore{Store: memory.New(), blocked: make(chan struct{}, 1)}
+}
+
+func (h *hungStore) freeze() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.thawed == nil {
+		h.thawed = make(chan struct{})
+	}
+}
+
+func (h *hungStore) thaw() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.thawed != nil {
+		close(h.thawed)
+		h.thawed = nil
+	}
+}
+
+func (h *hungStore) wait() {
+	h.mu.Lock()
+	ch := h.thawed
+	h.mu.Unlock()
+	if ch != nil {
+		select {
+		case h.blocked <- struct{}{}:
+		default:
+		}
+		<-ch
+	}
+}
+
+func (h *hungStore) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	h.wait()
+	return h.Store.Append(ctx, stream, expected, envs)
+}
+
+func (h *hungStore) LastSeq(ctx context.Context) (uint64, error) {
+	h.wait()
+	return h.Store.LastSeq(ctx)
+}
+
+func (h *hungStore) ReadStream(ctx context.Context, stream string, from uint64) iter.Seq2[events.Envelope, error] {
+	return h.Store.ReadStream(ctx, stream, from)
+}
+
+// A store whose appends hang stops nothing but the recording: calls,
+// Status, Tools and a disconnect go on, and Close tears every server down
+// within its context, leaves no process, and logs how many events it
+// could not record. Once the store answers again what was handed to the
+// journal is stored in order.
+func TestHungStoreStopsOnlyTheRecording(t *testing.T) {
+	st := newHungStore()
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	// No bound on the store's answers (a local file cannot be given up
+	// on), and a short journal queue, so that it fills.
+	j, err := journal.New(st, &journal.Options{StoreTimeout: -1, DeferredQueue: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	defer st.thaw()
+	m, err := New(j, "hung", &Options{Gate: time.Minute, Cwd: t.TempDir(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	const n = 8
+	var cfgs []events.ServerConfig
+	for i := range n {
+		cfgs = append(cfgs, stdio(t, fmt.Sprintf("s%d", i), "only=echo,pid"))
+	}
+	res, err := m.ConnectServers(ctx, cfgs, nil)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(res.Errors, err)
+	}
+	var pids []int
+	for i := range n {
+		pids = append(pids, processInfo(t, m, fmt.Sprintf("s%d", i)).PID)
+	}
+
+	st.freeze()
+	// Far more events than the journal queues: every call still returns.
+	for i := range 40 {
+		r, err := tool(t, m, "mcp_s0_echo").Call(ctx, map[string]any{"text": fmt.Sprint(i)})
+		if err != nil || r.IsError || r.Text() != fmt.Sprint(i) {
+			t.Fatalf("call %d with the store hung: %+v %v", i, r, err)
+		}
+	}
+	select {
+	case <-st.blocked:
+	case <-ctx.Done():
+		t.Fatal("the journal never reached the store")
+	}
+	if got := m.Status("s1"); got != projector.StatusConnected {
+		t.Errorf("Status = %s, want connected", got)
+	}
+	if len(m.Tools()) != 2*n {
+		t.Errorf("Tools = %d, want %d", len(m.Tools()), 2*n)
+	}
+
+	// A disconnect ends the server at once; only its record waits.
+	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	err = m.DisconnectServer(dctx, "s7")
+	cancel()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("DisconnectServer: %v", err)
+	}
+	waitNotRunning(t, ctx, pids[7])
+
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	begin := time.Now()
+	if err := m.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close with the store hung = %v, want its context's error", err)
+	}
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Errorf("Close took %v with a 1s context", took)
+	}
+	for _, pid := range pids {
+		if proc.Running(pid) {
+			t.Errorf("process %d survived Close", pid)
+		}
+	}
+	if l := logs.String(); !strings.Contains(l, "not recorded") {
+		t.Errorf("Close did not say what it could not record; log:\n%s", l)
+	}
+
+	// Back: what the journal took is stored, in order, calls complete.
+	st.thaw()
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	started, finished := 0, 0
+	for env, err := range st.ReadStream(ctx, "hung", 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch env.Type {
+		case events.TypeToolCallStarted:
+			started++
+		case events.TypeToolCallFinished:
+			finished++
+			if finished > started {
+				t.Fatalf("ToolCallFinished %d stored before its start", finished)
+			}
+		}
+	}
+	if started == 0 {
+		t.Error("nothing of the calls made while the store hung was stored")
+	}
+}
+
+// waitNotRunning waits until pid is gone (the reaper may take a moment
+// after the teardown signalled it).
+func waitNotRunning(t *testing.T, ctx context.Context, pid int) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for proc.Running(pid) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("process %d still runs", pid)
+		case <-tick.C:
+		}
+	}
+}
+
+// While the store hangs, server logs are dropped once the manager is far
+// behind, and counted: one ServerLog with Dropped set says how many, before
+// the server's next event once recording resumed.
+func TestHungStoreDropsServerLogsAndCountsThem(t *testing.T) {
+	st := newHungStore()
+	j, err := journal.New(st, &journal.Options{StoreTimeout: -1, DeferredQueue: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	defer st.thaw()
+	ls := &logServer{}
+	e := &env{t: t, st: st, j: j, session: "logs"}
+	m := e.manager("logs", &Options{ServerLogLevel: events.LogDebug})
+	m.dial = ls.dial
+	ctx := testCtx(t)
+	if _, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "chatty", Command: "unused"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m.out.mu.Lock()
+	m.out.logDropAt = 10
+	m.out.mu.Unlock()
+	st.freeze()
+	for range 4 {
+		// 16 logs in all, under the rate limit of 20 a second: the first
+		// few fill the queues, later ones are dropped.
+		callLog(t, m, logArgs{Level: "info", Text: "x", Count: 4})
+	}
+	st.thaw()
+	if err := m.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	callLog(t, m, logArgs{Level: "info", Text: "after"})
+	if err := m.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var dropped, recorded int
+	for _, l := range ofType[*events.ServerLog](e, "logs") {
+		if l.Logger == "mcplife" {
+			dropped += l.Dropped
+			continue
+		}
+		recorded++
+	}
+	if dropped == 0 || dropped+recorded != 17 {
+		t.Errorf("recorded %d logs and %d dropped, want 17 in all with some dropped", recorded, dropped)
+	}
+}
+
+// A PostgreSQL server that stops answering mid-session (stopped with
+// SIGSTOP: its connections hang rather than fail) stops nothing but the
+// recording, and Close tears every server down within its context.
+func TestFrozenPostgresDoesNotHoldTheTeardown(t *testing.T) {
+	srv := pgtest.StartServer(t)
+	ctx := testCtx(t)
+	db, err := postgres.Open(ctx, srv.ConnString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	j, err := journal.New(db, &journal.Options{StoreTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	m, err := New(j, "frozen", &Options{Gate: time.Minute, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	var cfgs []events.ServerConfig
+	for i := range n {
+		cfgs = append(cfgs, stdio(t, fmt.Sprintf("s%d", i), "only=echo,pid"))
+	}
+	if res, err := m.ConnectServers(ctx, cfgs, nil); err != nil || len(res.Errors) > 0 {
+		t.Fatal(res.Errors, err)
+	}
+	var pids []int
+	for i := range n {
+		pids = append(pids, processInfo(t, m, fmt.Sprintf("s%d", i)).PID)
+	}
+	srv.Freeze()
+	for i := range 20 {
+		if r, err := tool(t, m, "mcp_s1_echo").Call(ctx, map[string]any{"text": "x"}); err != nil || r.IsError {
+			t.Fatalf("call %d with the database frozen: %+v %v", i, r, err)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	begin := time.Now()
+	m.Close(cctx)
+	if took := time.Since(begin); took > 15*time.Second {
+		t.Errorf("Close took %v with a 3s context", took)
+	}
+	for _, pid := range pids {
+		if proc.Running(pid) {
+			t.Errorf("process %d survived Close", pid)
+		}
+	}
+	srv.Thaw()
+}
