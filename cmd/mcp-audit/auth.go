@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,9 +22,19 @@ const loginTimeout = 5 * time.Minute
 // runAuth is `auth login|status|logout`.
 func runAuth(ctx context.Context, g *globals, args []string) error {
 	if len(args) == 0 {
-		return usagef("auth needs a subcommand: login SERVER, status, logout SERVER")
+		return usagef("auth needs a subcommand: login SERVER, status, logout SERVER; see mcp-audit auth --help")
 	}
 	sub, rest := args[0], args[1:]
+	if isHelpArg(sub) {
+		return helpError{newFlagSet("auth", g)}
+	}
+	if !slices.Contains(authSubcommands, sub) {
+		msg := fmt.Sprintf("auth: unknown subcommand %q", sub)
+		if s := suggest(sub, authSubcommands); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return usagef("%s; want login SERVER, status or logout SERVER", msg)
+	}
 	fs := newFlagSet("auth "+sub, g)
 	var df discoveryFlags
 	df.register(fs)

@@ -40,6 +40,16 @@ func main() {
 	// before run's teardown. Notify, not Ignore: an ignored signal would
 	// stay ignored in the servers it starts.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// A second interrupt while the first one's teardown waits (for a
+	// store that stopped answering, say) ends the process at once.
+	again := make(chan os.Signal, 1)
+	go func() {
+		<-ctx.Done()
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		<-again
+		fmt.Fprintln(os.Stderr, "mcp-audit: interrupted again: exiting without waiting for the teardown to finish")
+		os.Exit(130)
+	}()
 	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -71,6 +81,11 @@ type globals struct {
 	stdout io.Writer
 	stderr io.Writer
 	color  bool
+
+	// forceProgress shows run's progress when stderr is no terminal, and
+	// installAfter replaces defaultInstallAfter (tests set both).
+	forceProgress bool
+	installAfter  time.Duration
 }
 
 type command struct {
@@ -94,6 +109,7 @@ func commands() []command {
 		{name: "timeline", summary: "timeline SESSION -o FILE.svg|.html: waterfall of the startup", run: runTimeline},
 		{name: "diff", summary: "diff A B [--server S] [--fail-on breaking]: what servers listed, changed between two sessions", run: runDiff},
 		{name: "export", summary: "export SESSION -o FILE.html|.json: one self-contained report of a session", run: runExport},
+		{name: "version", summary: "print the version of mcp-audit and of Go it was built with", run: runVersion},
 		{name: fixtureCommand, hidden: true, run: runFixture},
 	}
 }
@@ -101,42 +117,63 @@ func commands() []command {
 // Run is the whole command: it parses args, runs a subcommand and returns
 // the exit status. It never calls os.Exit.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr}
+	return runWith(ctx, args, &globals{stdout: stdout, stderr: stderr})
+}
+
+// runWith is Run with the globals prepared by the caller (tests set the
+// fields no flag sets, such as a forced progress display).
+func runWith(ctx context.Context, args []string, g *globals) int {
+	out := &pipeWriter{w: g.stdout}
+	g.stdout = out
+	stdout, stderr := out, g.stderr
 	fs := newFlagSet("mcp-audit", g)
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "mcp-audit: %s\n", escapeLine(err.Error()))
+		fmt.Fprintf(stderr, "mcp-audit: %s\n", escapeLine(flagError(fs, err).Error()))
 		return exitUsage
 	}
 	rest := fs.Args()
+	if *version {
+		return exitCode(runVersion(ctx, g, nil), stderr, out)
+	}
 	if len(rest) == 0 {
 		usage(stderr)
 		return exitUsage
 	}
 	name := rest[0]
-	if name == "help" {
+	if name == "help" || name == "--help" {
+		if len(rest) > 1 { // help CMD [SUB]: the command's own --help
+			return runWith(ctx, append(slices.Clone(rest[1:]), "--help"), &globals{stdout: out.w, stderr: stderr, db: g.db, bus: g.bus})
+		}
 		usage(stdout)
 		return exitOK
 	}
-	g.color = useColor(stdout)
+	g.color = useColor(out.w)
 	for _, c := range commands() {
 		if c.name == name {
 			err := c.run(ctx, g, rest[1:])
-			return exitCode(err, stderr)
+			if he, ok := errors.AsType[helpError](err); ok {
+				printHelp(stdout, he.fs)
+				return exitOK
+			}
+			return exitCode(err, stderr, out)
 		}
 	}
-	fmt.Fprintf(stderr, "mcp-audit: unknown command %q (see mcp-audit help)\n", name)
-	return exitUsage
+	return exitCode(unknownCommand(name), stderr, out)
 }
 
-func exitCode(err error, stderr io.Writer) int {
+func exitCode(err error, stderr io.Writer, stdout *pipeWriter) int {
 	var ue usageError
 	var es exitStatus
 	switch {
 	case err == nil:
+		return exitOK
+	case stdout.closed():
+		// The reader of stdout went away (| head): nothing more to say.
 		return exitOK
 	case errors.As(err, &es):
 		return int(es)
@@ -169,11 +206,13 @@ func usage(w io.Writer) {
 			fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 		}
 	}
+	fmt.Fprintln(w, "\nmcp-audit help COMMAND (or COMMAND --help) prints a command's flags and an example.")
 	fmt.Fprintln(w, "\nglobal flags (before or after the command):")
 	fmt.Fprintln(w, "  --db PATH  event store: a SQLite file, or postgres://…[?schema=NAME] for a fleet's shared store")
 	fmt.Fprintln(w, "             (default $MCP_AUDIT_DB, else $XDG_STATE_HOME/mcplife/events.db, else ~/.local/state/mcplife/events.db)")
 	fmt.Fprintln(w, "  --bus URL  nats://… : the fleet's NATS JetStream bus, so other hosts' events arrive live (default $MCPLIFE_BUS)")
 	fmt.Fprintln(w, "  --json     machine-readable output (shapes in the README)")
+	fmt.Fprintln(w, "  --version  print the version and exit")
 	fmt.Fprintln(w, "\nenvironment: MCPLIFE_HOST sets the host id recorded on events (default a hash of user and host name, and of the PID namespace in a container)")
 	fmt.Fprintln(w, "\nexit status: 0 ok, 1 a check or a promised connection failed, 2 usage or input error")
 }
@@ -182,6 +221,7 @@ func usage(w io.Writer) {
 func newFlagSet(name string, g *globals) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // help and errors are printed by Run
 	fs.StringVar(&g.db, "db", g.db, "event store path or postgres:// URL")
 	fs.StringVar(&g.bus, "bus", g.bus, "nats:// URL of the fleet's bus")
 	fs.BoolVar(&g.json, "json", g.json, "machine-readable output")
@@ -195,9 +235,9 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, helpError{fs}
 			}
-			return nil, usageError{fmt.Errorf("%s: %w", fs.Name(), err)}
+			return nil, usageError{flagError(fs, err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {

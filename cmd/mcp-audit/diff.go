@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,9 +64,6 @@ func runDiff(ctx context.Context, g *globals, args []string) error {
 	since := fs.String("since", "", "with --server and no sessions: changes since TIME (RFC 3339, a date, or an age such as 24h)")
 	failOn := fs.String("fail-on", "", `"breaking": exit 1 when a change is breaking`)
 	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return commandHelp(g, fs, diffUsage, "mcp-audit diff last~1 last --fail-on breaking", "mcp-audit diff --server git --since 168h --json")
-	}
 	if err != nil {
 		return err
 	}
@@ -316,20 +310,6 @@ func hasServer(changes []contract.Change, server string) bool {
 		}
 	}
 	return false
-}
-
-// commandHelp prints a command's usage, its flags and examples to stdout.
-func commandHelp(g *globals, fs *flag.FlagSet, usage string, examples ...string) error {
-	fmt.Fprintln(g.stdout, usage)
-	fmt.Fprintln(g.stdout, "\nflags:")
-	fs.SetOutput(g.stdout)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-	fmt.Fprintln(g.stdout, "\nexamples:")
-	for _, e := range examples {
-		fmt.Fprintln(g.stdout, "  "+e)
-	}
-	return nil
 }
 
 // resolveSessionRef is [resolveSession] with "last~N" for the Nth session

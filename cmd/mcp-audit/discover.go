@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -42,13 +43,18 @@ func (d *discoveryFlags) options() (loader.Options, error) {
 	if err != nil || !st.IsDir() {
 		return loader.Options{}, usagef("--cwd %s is not a directory", d.cwd)
 	}
+	// Absolute, so the session records where it ran, not ".".
+	cwd, err := filepath.Abs(d.cwd)
+	if err != nil {
+		return loader.Options{}, usagef("--cwd %s: %v", d.cwd, err)
+	}
 	for _, c := range d.configs {
 		if _, err := os.Stat(c); err != nil {
 			return loader.Options{}, usagef("--config %s: %v", c, errors.Unwrap(err))
 		}
 	}
 	return loader.Options{
-		Cwd:                  d.cwd,
+		Cwd:                  cwd,
 		Home:                 home,
 		LookupEnv:            os.LookupEnv,
 		ExtraConfigs:         d.configs,
@@ -77,7 +83,7 @@ func runDiscover(ctx context.Context, g *globals, args []string) error {
 	}
 	rep := d.Report()
 	if g.json {
-		if err := g.writeJSON(rep); err != nil {
+		if err := g.writeJSON(discoverJSON{Report: rep, Warnings: nonNil(d.Warnings)}); err != nil {
 			return err
 		}
 	} else {
@@ -87,6 +93,13 @@ func runDiscover(ctx context.Context, g *globals, args []string) error {
 		return errInputProblems
 	}
 	return nil
+}
+
+// discoverJSON is `discover --json`: the loader's report and the
+// warnings the text output shows.
+type discoverJSON struct {
+	loader.Report
+	Warnings []string `json:"warnings"`
 }
 
 // errInputProblems: the report was printed, but some input (a config file)

@@ -5,8 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"html"
 	"os"
@@ -135,9 +133,6 @@ func runExport(ctx context.Context, g *globals, args []string) error {
 	fs := newFlagSet("export", g)
 	out := fs.String("o", "", "output file, .html or .json")
 	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return commandHelp(g, fs, exportUsage, "mcp-audit export last -o report.html", "mcp-audit export last~1 -o report.json")
-	}
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	var start, limit, atTime time.Time
 	var atSeq uint64
 	budget := 0
+	reachedEnd, closed := true, false // every event was applied; SessionClosed was among them
 	for env, err := range st.ReadStream(ctx, session, 1) {
 		if err != nil {
 			return err
@@ -75,8 +76,10 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 			}
 		}
 		if (*seq != 0 && env.Seq > *seq) || (*at != "" && env.Time.After(limit)) {
+			reachedEnd = false
 			break
 		}
+		closed = closed || env.Type == events.TypeSessionClosed
 		view.Apply(env)
 		if env.Type == events.TypeSessionStarted {
 			budget = recordedBudget(env)
@@ -86,9 +89,17 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	if start.IsZero() {
 		return usagef("session %s has no events", session)
 	}
+	if *at != "" && reachedEnd && limit.After(atTime) {
+		// A point past the last event would silently show the end.
+		length := fmtDur(atTime.Sub(start))
+		if closed {
+			return usagef("--at %s is beyond the end of session %s, which lasted %s", *at, session, length)
+		}
+		return usagef("--at %s is beyond the last event of session %s, %s after its start (the session is still open or its host died)", *at, session, length)
+	}
 	out := inspectJSON{Session: session, AtSeq: atSeq, AtTime: atTime, Servers: []inspectServerJSON{}, Tools: []toolJSON{}}
 	for _, s := range view.Servers() {
-		out.Servers = append(out.Servers, inspectServerJSON{Name: s.Name, Status: s.Status, Transport: s.Transport,
+		out.Servers = append(out.Servers, inspectServerJSON{Name: s.Name, Status: serverStatus(s), Transport: s.Transport,
 			Source: s.Source, Tools: len(s.Tools), Resources: len(s.Resources), Prompts: len(s.Prompts), Deferred: s.Deferred, Error: s.Error})
 	}
 	if budget > 0 {
@@ -112,7 +123,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 			tools += " (cached)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(s.Name), g.statusColor(string(s.Status)), escapeLine(s.Transport),
-			escapeLine(sourceLabel(s.Source)), tools, escapeLine(firstLine(s.Error)))
+			escapeLine(sourceLabel(s.Source)), tools, escapeLine(errorCause(s.Name, s.Error)))
 	}
 	tw.Flush()
 	fmt.Fprintln(g.stdout)

@@ -113,7 +113,11 @@ type runOptions struct {
 	pargs  string
 	login  bool
 	roots  multiFlag
+	strict bool
 }
+
+// closeTimeout bounds run's teardown, recording included.
+const closeTimeout = 10 * time.Second
 
 func runRun(ctx context.Context, g *globals, args []string) error {
 	fs := newFlagSet("run", g)
@@ -123,7 +127,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.BoolVar(&o.eager, "eager-cache", false, "end the startup gate at once when every server still connecting has cached tools")
 	fs.BoolVar(&o.once, "once", false, "wait for late servers (up to --settle), print, tear down and exit")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "with --once: how long to wait for servers still connecting")
-	fs.StringVar(&o.call, "call", "", "call one tool, `SERVER/TOOL` (the tool's own name)")
+	fs.StringVar(&o.call, "call", "", "call one tool: `SERVER/TOOL` (the tool's own name) or its mcp_SERVER_TOOL name from the tool table")
+	fs.BoolVar(&o.strict, "strict", false, "with --once: exit 1 unless every server connected and every config file was read")
 	fs.StringVar(&o.args, "args", "{}", "JSON arguments for --call")
 	fs.StringVar(&o.read, "read", "", "with --once: read one resource, `SERVER:URI`")
 	fs.StringVar(&o.prompt, "prompt", "", "with --once: get one prompt, `SERVER/NAME`")
@@ -147,6 +152,9 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if o.gate <= 0 {
 		return usagef("--gate must be positive")
 	}
+	if o.strict && !o.once {
+		return usagef("--strict needs --once")
+	}
 	if o.budget < 0 {
 		return usagef("--tool-budget must not be negative (0 turns it off)")
 	}
@@ -154,8 +162,11 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if o.call != "" {
 		var ok bool
 		callServer, callTool, ok = strings.Cut(o.call, "/")
-		if !ok || callServer == "" || callTool == "" {
-			return usagef("--call %q: want SERVER/TOOL", o.call)
+		switch {
+		case !ok && strings.HasPrefix(o.call, session.MCPPrefix) && len(o.call) > len(session.MCPPrefix):
+			callServer, callTool = o.call, "" // a tool's exposed name, resolved once connected
+		case !ok || callServer == "" || callTool == "":
+			return usagef("--call %q: want SERVER/TOOL or a tool's mcp_SERVER_TOOL name", o.call)
 		}
 		if !json.Valid([]byte(o.args)) {
 			return usagef("--args is not valid JSON")
@@ -196,7 +207,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if g.color {
 		level = slog.LevelError
 	}
-	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(newSkipShown(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}), shownByRun))
 	if g.json {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -208,23 +219,48 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	start := time.Now()
+	id := journal.NewSessionID()
+	if !g.json {
+		// Before the wait for the gate, so the progress lines follow it.
+		fmt.Fprintf(g.stdout, "session %s  (store %s)\n", id, mustPath(g))
+	}
+	var prog *progress
+	if showProgress(g) {
+		// Subscribed before the session starts, so no event is missed.
+		if prog, err = startProgress(ctx, g, j, id, o.gate); err != nil {
+			return err
+		}
+		defer prog.stop()
+	}
 	s, err := session.Start(ctx, j, &session.Options{
-		Loader: lopts, ToolBudget: o.budget,
+		ID: id, Loader: lopts, ToolBudget: o.budget,
 		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login, Logger: logger, Roots: roots},
 		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {
 		return err
 	}
-	// Teardown is ours: a Ctrl-C still disconnects every server.
-	defer s.Close(context.WithoutCancel(ctx))
+	// Teardown is ours: a Ctrl-C still disconnects every server. It is
+	// bounded, so a store that stopped answering cannot hold the process:
+	// the servers are stopped first, and what could not be recorded by
+	// then is logged.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		s.Close(cctx)
+	}()
 	res := s.LoadResult()
+	if prog != nil {
+		prog.untilGate(ctx)
+		if !o.once {
+			prog.stop() // the table and its change lines take over
+		}
+	}
 	if o.login {
 		loginWaiting(ctx, g, s)
 	}
 	tableLines := 0
 	if !g.json {
-		fmt.Fprintf(g.stdout, "session %s  (store %s)\n", s.ID(), mustPath(g))
 		printGate(g, res)
 		tableLines = printServers(g, s.Manager().View())
 	}
@@ -262,6 +298,9 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 
 	settle(ctx, s, o.settle)
+	if prog != nil {
+		prog.stop()
+	}
 	out := runJSON{Session: s.ID(), Gate: runGateJSON{Outcomes: map[string]events.Outcome{}}, Servers: []runServerJSON{}, Tools: []toolJSON{}, Errors: []session.LoadError{}}
 	if res.Connect != nil {
 		out.Gate.ElapsedMs = ms(res.Connect.Gate.Elapsed)
@@ -281,7 +320,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 			v := ms(d)
 			ready = &v
 		}
-		out.Servers = append(out.Servers, runServerJSON{Name: st.Name, Status: st.Status, Transport: st.Transport,
+		out.Servers = append(out.Servers, runServerJSON{Name: st.Name, Status: serverStatus(st), Transport: st.Transport,
 			Source: st.Source, Tools: len(st.Tools), Resources: len(st.Resources), Prompts: len(st.Prompts), Pid: st.Pid,
 			ReadyMs: ready, Error: st.Error})
 		if st.Error != "" && !slices.ContainsFunc(out.Errors, func(e session.LoadError) bool { return e.Path == "mcp:"+st.Name }) {
@@ -337,6 +376,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintln(g.stderr, "mcp-audit: no server connected")
 		}
 		return errCheckFailed
+	case o.strict:
+		return strictCheck(g, view, res)
 	}
 	return nil
 }
@@ -383,7 +424,8 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 			return
 		}
 		for _, st := range view.Servers() {
-			line := fmt.Sprintf("%s %d", st.Status, len(st.Tools))
+			status := serverStatus(st)
+			line := fmt.Sprintf("%s %d", status, len(st.Tools))
 			if last[st.Name] == line {
 				continue
 			}
@@ -393,12 +435,12 @@ func follow(ctx context.Context, g *globals, s *session.Session, start time.Time
 					detail += " (cached)"
 				}
 				if st.Error != "" {
-					detail += "  " + escapeLine(firstLine(st.Error))
+					detail += "  " + escapeLine(errorCause(st.Name, st.Error))
 				}
 				if g.json {
-					g.writeJSONLine(map[string]any{"offsetMs": ms(time.Since(start)), "server": st.Name, "status": st.Status, "tools": len(st.Tools), "error": st.Error})
+					g.writeJSONLine(map[string]any{"offsetMs": ms(time.Since(start)), "server": st.Name, "status": status, "tools": len(st.Tools), "error": st.Error})
 				} else {
-					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), escapeLine(st.Name), g.statusColor(string(st.Status)), detail)
+					fmt.Fprintf(g.stdout, "%10s  %-20s %-12s %s\n", fmtOffset(time.Since(start)), escapeLine(st.Name), g.statusColor(string(status)), detail)
 				}
 			}
 			last[st.Name] = line
@@ -453,6 +495,12 @@ func describeConfigChange(g *globals, cc *events.ConfigChanged) string {
 
 // callTool1 calls SERVER/TOOL with argsJSON and prints the result.
 func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool, argsJSON string) (*runCallJSON, error) {
+	if tool == "" { // server holds a tool's exposed name
+		name := server
+		if server, tool = toolByName(s, name); tool == "" {
+			return nil, fmt.Errorf("--call %s: no such tool (servers may have failed; see the table)", name)
+		}
+	}
 	var target *session.Tool
 	for _, t := range s.Tools() {
 		if t.MCP != nil && t.MCP.Server == server && t.MCP.Original == tool {
@@ -512,6 +560,26 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 	return out, nil
 }
 
+// printLoadErrors prints the errors of the initial load, one line each:
+// a server's with the cause only (see [errorCause]), a file's without
+// repeating its path.
+func printLoadErrors(g *globals, res *session.LoadResult) {
+	for _, e := range res.Errors {
+		msg := e.Path + ": " + firstLine(e.Error)
+		if server, ok := strings.CutPrefix(e.Path, "mcp:"); ok {
+			msg = e.Path + ": " + errorCause(server, e.Error)
+		} else if strings.HasPrefix(e.Error, e.Path) {
+			msg = firstLine(e.Error) // "PATH:2:1: …" names the file already
+		}
+		fmt.Fprintf(g.stdout, "  %s %s\n", g.paint(colorRed, "error"), escapeLine(msg))
+	}
+	if res.Discovery != nil {
+		for _, w := range res.Discovery.Warnings {
+			fmt.Fprintf(g.stdout, "  %s %s\n", g.paint(colorYellow, "warning"), escapeLine(w))
+		}
+	}
+}
+
 func printGate(g *globals, res *session.LoadResult) {
 	if res.Connect == nil {
 		for _, e := range res.Errors {
@@ -522,9 +590,7 @@ func printGate(g *globals, res *session.LoadResult) {
 	gate := res.Connect.Gate
 	if gate.Round == 0 {
 		fmt.Fprintln(g.stdout, "no server to connect")
-		for _, e := range res.Errors {
-			fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), escapeLine(e.Path), escapeLine(firstLine(e.Error)))
-		}
+		printLoadErrors(g, res)
 		return
 	}
 	var parts []string
@@ -532,9 +598,7 @@ func printGate(g *globals, res *session.LoadResult) {
 		parts = append(parts, escapeLine(name)+"="+g.statusColor(string(gate.Outcomes[name])))
 	}
 	fmt.Fprintf(g.stdout, "startup gate %s returned after %s: %s\n", gate.Gate, fmtDur(gate.Elapsed), strings.Join(parts, " "))
-	for _, e := range res.Errors {
-		fmt.Fprintf(g.stdout, "  %s %s: %s\n", g.paint(colorRed, "error"), escapeLine(e.Path), escapeLine(firstLine(e.Error)))
-	}
+	printLoadErrors(g, res)
 }
 
 // printServers prints the server table and returns how many lines it took.
@@ -557,8 +621,8 @@ func printServers(g *globals, view *projector.ToolView) int {
 		if source == "" {
 			source = "-"
 		}
-		errText := clip(escapeLine(firstLine(st.Error)), 70)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(string(st.Status)), escapeLine(st.Transport), source, tools, ready, errText)
+		errText := clip(escapeLine(errorCause(st.Name, st.Error)), 80)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(string(serverStatus(st))), escapeLine(st.Transport), source, tools, ready, errText)
 	}
 	tw.Flush()
 	return 2 + len(servers)

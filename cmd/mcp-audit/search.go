@@ -62,7 +62,7 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	defer closeStore()
-	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(newSkipShown(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), shownBySearch))
 	if g.json {
 		logger = slog.New(slog.DiscardHandler)
 	}
