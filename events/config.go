@@ -50,6 +50,14 @@ type ServerConfig struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Roots, when set, are the directories the client gives this server
+	// as its roots (roots/list) instead of the session's: absolute, or
+	// relative to the session's working directory, taken as written (no
+	// ${VAR} expansion). A server such as
+	// server-filesystem works in those folders only. A change is a config
+	// change (the hash changes, so the server reconnects). Omitted when
+	// empty, so configurations without it hash as before.
+	Roots []string `json:"roots,omitempty"`
 	// TimeoutMs bounds connect + initialize; nil means the default (30 s),
 	// 0 means no limit; negative is invalid.
 	TimeoutMs *int64 `json:"timeout,omitempty"`
@@ -163,6 +171,7 @@ func (c ServerConfig) Transport() string {
 //	Server "<n>": "timeout" must not be negative
 //	Server "<n>": "toolTimeoutMs" must not be negative
 //	Server "<n>": "maxOutputBytes" must not be negative
+//	Server "<n>": "roots" entry <i> is empty (want a directory)
 //
 // and, for an http or sse URL without ${VAR} references, the problem
 // [CheckURL] finds, among the transport's. A URL with references is
@@ -201,6 +210,11 @@ func (c ServerConfig) Validate() error {
 	}{{"timeout", c.TimeoutMs}, {"toolTimeoutMs", c.ToolTimeoutMs}, {"maxOutputBytes", c.MaxOutputBytes}} {
 		if l.v != nil && *l.v < 0 {
 			problems = append(problems, fmt.Sprintf("%q must not be negative", l.field))
+		}
+	}
+	for i, r := range c.Roots {
+		if strings.TrimSpace(r) == "" {
+			problems = append(problems, fmt.Sprintf(`"roots" entry %d is empty (want a directory)`, i))
 		}
 	}
 	if len(problems) == 0 {
@@ -294,6 +308,7 @@ func (c ServerConfig) Clone() ServerConfig {
 	c.Headers = maps.Clone(c.Headers)
 	c.EnabledTools = slices.Clone(c.EnabledTools)
 	c.DisabledTools = slices.Clone(c.DisabledTools)
+	c.Roots = slices.Clone(c.Roots)
 	if c.TimeoutMs != nil {
 		v := *c.TimeoutMs
 		c.TimeoutMs = &v

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -452,7 +450,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, copts)
 	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
-	client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: m.opts.Cwd}).String(), Name: filepath.Base(m.opts.Cwd)})
+	client.AddRoots(m.rootsFor(s.cfg)...)
 	pv := m.opts.ProtocolVersion
 	if s.cfg.ProtocolVersion != "" {
 		pv = s.cfg.ProtocolVersion

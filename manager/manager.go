@@ -56,9 +56,17 @@ const (
 // Options configure a [Manager]. Nil or zero fields mean defaults.
 type Options struct {
 	// Cwd is the session's working directory: stdio servers without a cwd
-	// start there (a relative config cwd is resolved against it), and
-	// roots/list answers it. Default: the process's working directory.
+	// start there (a relative config cwd is resolved against it), and it
+	// is the default root. Default: the process's working directory.
 	Cwd string
+	// Roots are the directories roots/list answers every server with, as
+	// file:// URIs of absolute paths (a relative one is resolved against
+	// Cwd). A server's config may name its own (events.ServerConfig.Roots),
+	// which replace these for that server. Roots tell a server which
+	// folders the user means it to work in; some take them as the only
+	// folders they may touch: server-filesystem replaces the directories
+	// on its command line with the client's roots. Default: Cwd alone.
+	Roots []string
 	// Gate is the startup gate (default [DefaultGate]).
 	Gate time.Duration
 	// EagerCache ends the startup gate as soon as every server still
@@ -334,6 +342,14 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		}
 		o.Cwd = wd
 	}
+	if len(o.Roots) == 0 {
+		o.Roots = []string{o.Cwd}
+	}
+	roots, err := absRoots("manager: Roots", o.Roots, o.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	o.Roots = roots
 	if o.Resolver == nil {
 		o.Resolver = PassThrough{}
 	}

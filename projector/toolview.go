@@ -153,6 +153,9 @@ type ToolView struct {
 	// a tool is first exposed (see [ToolView.Tools]); a lean view names
 	// nothing.
 	names NameClaims
+	// order ranks the tools in the order they were first exposed and
+	// loaded (see [ToolView.Rank]); a lean view ranks nothing.
+	order toolOrder
 
 	// Cache of Tools(), rebuilt when toolsValid is false.
 	toolsValid bool
@@ -375,6 +378,9 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 					v.loaded = make(map[ToolRef]bool)
 				}
 				v.loaded[ref] = true
+				if !v.lean {
+					v.order.load(ref)
+				}
 			}
 		}
 	}
@@ -485,6 +491,7 @@ func (v *ToolView) expose(s *serverEntry) {
 	v.toolsValid = false
 	if !v.lean {
 		v.claimNames(s)
+		v.order.list(s.state.Name, s.state.Tools)
 	}
 }
 
@@ -522,6 +529,7 @@ func (v *ToolView) claimNames(s *serverEntry) {
 			exposed[t.Name] = true
 		}
 		v.names.Forget(func(r ToolRef) bool { return r.Server != s.state.Name || exposed[r.Tool] })
+		v.order.forget(func(r ToolRef) bool { return r.Server != s.state.Name || exposed[r.Tool] })
 	}
 }
 
@@ -713,6 +721,7 @@ func (v *ToolView) Clone() *ToolView {
 	c.discovery = slices.Clone(v.discovery)
 	c.loaded = maps.Clone(v.loaded)
 	c.names = v.names.Clone()
+	c.order = v.order.clone()
 	// The cached tool list is never modified in place, only replaced, so
 	// the copy may share it.
 	return &c

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,6 +76,7 @@ type Exposure struct {
 	Total, Loaded int
 
 	exposed map[string]bool // exposed names, when Applied
+	always  map[string]bool // servers whose config sets alwaysLoad, when Applied
 }
 
 // Exposed reports whether the MCP tool named name is exposed to the model.
@@ -87,6 +89,34 @@ func (e Exposure) Exposed(name string) bool { return !e.Applied || e.exposed[nam
 // beyond its caches (see [projector.ToolView]).
 func Expose(view *projector.ToolView, budget int) Exposure {
 	return expose(view, view.Tools(), budget, EstimateTool)
+}
+
+// ExposedTools returns the MCP tools exp exposes of view (exp being
+// [Expose] of view), in the order a session offers them in
+// [Session.Tools], after its search tool when exp.Applied: the order in
+// which they were first exposed in the session
+// ([projector.ToolView.ToolsInOrder]), except that a tool exposed because
+// it was loaded (ToolsActivated) stands where it was first loaded
+// ([projector.ToolRank.Loaded]), after every tool exposed before that. So
+// a new tool, whether a late server's, a re-list's or a loaded one, comes
+// last, and a tool that goes leaves the others in place. The order is a
+// fold of the events, so a replayed view gives the list the session
+// offered at that point.
+func ExposedTools(view *projector.ToolView, exp Exposure) []projector.Tool {
+	tools := view.ToolsInOrder()
+	if !exp.Applied {
+		return tools
+	}
+	tools = slices.DeleteFunc(tools, func(t projector.Tool) bool { return !exp.Exposed(t.Name) })
+	rank := func(t projector.Tool) uint64 {
+		r, _ := view.Rank(t.Name)
+		if exp.always[t.Server] || r.Loaded == 0 {
+			return r.Listed
+		}
+		return r.Loaded
+	}
+	slices.SortStableFunc(tools, func(a, b projector.Tool) int { return cmp.Compare(rank(a), rank(b)) })
+	return tools
 }
 
 // expose is Expose with view's tools at hand.
@@ -104,6 +134,7 @@ func expose(view *projector.ToolView, tools []projector.Tool, budget int, cost f
 	e.Applied = true
 	e.exposed = make(map[string]bool)
 	always := map[string]bool{}
+	e.always = always
 	for _, st := range view.Servers() {
 		if st.Config.AlwaysLoad {
 			always[st.Name] = true

@@ -14,14 +14,20 @@
 // records ToolsActivated. [Expose] computes the same exposure from a
 // replayed view.
 //
+// [Session.Tools] keeps the order in which tools were first exposed (new
+// ones at the end), so the definitions stay a stable prefix of a model's
+// prompt; [ExposedTools] gives a replayed view the same order. With
+// [ToolsCallTool] the session offers two tools that never change, one that
+// lists the MCP tools and one that calls any of them.
+//
 // The loader and the manager do not know each other; a host that wants
 // its own manager uses [DiscoverAndLoad] and [Discoverer], which hold the
 // same wiring.
 //
 // Example:
 //
-//	j, _ := journal.New(st, nil)
-//	s, err := session.Start(ctx, j, &session.Options{Cwd: dir})
+//	// nil: record into mcp-audit's default store, opened and closed by s.
+//	s, err := session.Start(ctx, nil, &session.Options{Loader: loader.Options{Cwd: dir}})
 //	if err != nil { ... }
 //	defer s.Close(ctx)
 //	for _, t := range s.Tools() { fmt.Println(t.Name, "from", t.Path) }

@@ -17,6 +17,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/loader"
+	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/session"
 )
 
@@ -91,9 +92,9 @@ func TestWatchConfigTruncateThenWrite(t *testing.T) {
 			h := &holdHandler{onHold: write, held: make(chan struct{}, 1)}
 			j, st := newJournal(t)
 			s, err := session.Start(t.Context(), j, &session.Options{
-				Cwd: cwd, Loader: loader.Options{Home: home, Env: map[string]string{}},
+				Loader:      loader.Options{Cwd: cwd, Home: home, Env: map[string]string{}},
 				WatchConfig: true, Watcher: &loader.WatcherOptions{Debounce: 20 * time.Millisecond},
-				Logger: slog.New(h),
+				Manager: &manager.Options{Logger: slog.New(h)},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -213,9 +214,9 @@ func TestWatchConfigRewriteWithoutServerChange(t *testing.T) {
 	h := &signalHandler{msg: "MCP config files changed; no server changed", seen: make(chan struct{}, 1)}
 	j, _ := newJournal(t)
 	s, err := session.Start(t.Context(), j, &session.Options{
-		Cwd: cwd, Loader: loader.Options{Home: home, Env: map[string]string{}},
+		Loader:      loader.Options{Cwd: cwd, Home: home, Env: map[string]string{}},
 		WatchConfig: true, Watcher: &loader.WatcherOptions{Debounce: 20 * time.Millisecond},
-		Logger: slog.New(h),
+		Manager: &manager.Options{Logger: slog.New(h)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,14 +3,14 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/mcplife/mcplife/internal/fixture"
-	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/session"
-	"github.com/mcplife/mcplife/store/memory"
 )
 
 // Start a session on a project whose .mcplife/mcp.json names one stdio MCP
@@ -35,23 +35,23 @@ func Example() {
 // are compared with it by TestREADMEEmbeddingSnippet.
 func embed(ctx context.Context, dir string) error {
 	// README: begin
-	st := memory.New() // or sqlite.Open(path, nil) to keep the history
-	defer st.Close()
-	j, err := journal.New(st, nil) // persist, then publish on a watermill bus
+	// A nil journal records into mcp-audit's default store.
+	s, err := session.Start(ctx, nil, &session.Options{Loader: loader.Options{Cwd: dir}})
 	if err != nil {
 		return err
 	}
-	defer j.Close()
-	s, err := session.Start(ctx, j, &session.Options{Cwd: dir})
-	if err != nil {
+	defer s.Close(ctx) // disconnects every server, records SessionClosed, closes the store
+	// Optional: wait for the servers that missed the startup gate too.
+	if err := s.WaitReady(ctx); err != nil {
 		return err
 	}
-	defer s.Close(ctx) // disconnects every server, records SessionClosed
-	s.WaitReady(ctx)   // optional: also the servers that missed the startup gate
 	for _, t := range s.Tools() {
 		fmt.Println(t.Name, "from", t.Path) // mcp_demo_echo from mcp:demo via mcplife
 	}
-	echo, _ := s.Tool("mcp_demo_echo")
+	echo, ok := s.Tool("mcp_demo_echo")
+	if !ok {
+		return errors.New("mcp_demo_echo is missing: see mcp-audit inspect last")
+	}
 	res, err := echo.Call(ctx, json.RawMessage(`{"text":"hi"}`))
 	if err != nil {
 		return err // the call was cancelled; server errors are results

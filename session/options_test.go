@@ -36,7 +36,7 @@ func TestHostServersAndWaitReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := session.Start(t.Context(), j, &session.Options{
-		Cwd:     cwd,
+		Loader:  loader.Options{Cwd: cwd},
 		Servers: []events.ServerConfig{fast, slow},
 		Sources: map[string]events.SourceMeta{"fast": {Provider: "host", ProviderName: "my host"}},
 	})
@@ -95,8 +95,8 @@ func TestLoaderEnvReachesConnect(t *testing.T) {
 	cfg.Env = map[string]string{"GREETING": "${SESSION_TEST_GREETING}"}
 	cwd, home := project(t, map[string]events.ServerConfig{"a": cfg})
 	j, _ := newJournal(t)
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{
-		Home: home, Env: map[string]string{"SESSION_TEST_GREETING": "hello from Env"},
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{
+		Cwd: cwd, Home: home, Env: map[string]string{"SESSION_TEST_GREETING": "hello from Env"},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestLoaderEnvReachesConnect(t *testing.T) {
 func TestDisableProjectConfig(t *testing.T) {
 	cwd, _ := project(t, map[string]events.ServerConfig{"a": fixtureConfig(t, "only=echo")})
 	j, _ := newJournal(t)
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, DisableProjectConfig: true})
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: cwd, DisableProjectConfig: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

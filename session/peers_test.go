@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/peers"
+	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/session"
 )
@@ -28,7 +29,7 @@ func TestToolBudgetRealServers(t *testing.T) {
 	}
 	j, _ := newJournal(t)
 	start := func(budget int) *session.Session {
-		s, err := session.Start(t.Context(), j, &session.Options{Cwd: t.TempDir(), Servers: servers,
+		s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: t.TempDir()}, Servers: servers,
 			Manager: &manager.Options{Gate: 1 << 40}, ToolBudget: budget})
 		if err != nil {
 			t.Fatal(err)

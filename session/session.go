@@ -8,9 +8,9 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/mcplife/mcplife/events"
@@ -42,28 +42,30 @@ type Tool struct {
 // Options configure [Start]. The zero value (or nil) means: discover
 // servers for the process's working directory, home directory and
 // environment, and connect them with the manager's defaults.
+//
+// The session's working directory and logger are those of the options it
+// carries: Loader.Cwd (or Manager.Cwd when only that is set) and
+// Manager.Logger.
 type Options struct {
 	// ID is the session id, which is also its event stream; empty means
 	// a new one ([journal.NewSessionID]).
 	ID string
-	// Cwd is the session's working directory: the project directory
-	// discovery reads, and the manager's working directory (for stdio
-	// servers without a cwd, and for roots/list). Empty means the
-	// process's working directory. A Cwd set in Loader or Manager wins for
-	// that side.
-	Cwd string
-	// Loader configures discovery. Empty fields take the session's
-	// defaults: Cwd from Options.Cwd, Home from the process
+	// Loader configures discovery. Its Cwd is the session's working
+	// directory: the project directory discovery reads, the directory
+	// recorded in SessionStarted, and the manager's working directory when
+	// Manager.Cwd is empty (for stdio servers without a cwd, and for the
+	// default root). Empty means Manager.Cwd, else the process's working
+	// directory; a relative directory is made absolute. Other empty fields
+	// take the session's defaults: Home from the process
 	// ([os.UserHomeDir]), LookupEnv from the process ([os.LookupEnv]) when
-	// Env is nil too, Logger from Options.Logger. The same options build
-	// the resolver that substitutes env and header values at every connect
-	// ([loader.ResolverFor]), so connecting sees the environment discovery
-	// saw. Not used when Servers is set, except for that resolver.
+	// Env is nil too, Logger from Manager.Logger. Set
+	// Loader.DisableProjectConfig to leave project-level config files
+	// (those inside the working directory, which can name commands to run)
+	// unopened. The same options build the resolver that substitutes env
+	// and header values at every connect ([loader.ResolverFor]), so
+	// connecting sees the environment discovery saw. Only Cwd and that
+	// resolver are used when Servers is set.
 	Loader loader.Options
-	// DisableProjectConfig leaves project-level config files (those inside
-	// Cwd, which can name commands to run) unopened, as
-	// Loader.DisableProjectConfig does.
-	DisableProjectConfig bool
 	// Servers, when not nil, replace discovery: the session connects
 	// exactly these configs (each with Name set) and reads no config file.
 	// An empty, non-nil list connects nothing. Sources holds the source
@@ -75,8 +77,9 @@ type Options struct {
 	// only Tools, and Start needs no journal.
 	DisableMCP bool
 	// Manager configures the session's manager ([manager.New]); nil means
-	// defaults. Empty Cwd, Logger and Resolver are filled in from the
-	// session's.
+	// defaults. Its Logger is the session's too: it receives per-server
+	// errors and late failures (nil discards). Empty Cwd and Resolver are
+	// filled in from the session's.
 	Manager *manager.Options
 	// Tools are the agent's own, non-MCP tools.
 	Tools []Tool
@@ -98,8 +101,6 @@ type Options struct {
 	// SessionStarted's options ("toolBudget"), so a replay exposes what the
 	// session exposed ([Expose]).
 	ToolBudget int
-	// Logger receives per-server errors and late failures; nil discards.
-	Logger *slog.Logger
 	// WatchConfig keeps the servers in step with the config files while
 	// the session runs. After the initial discovery it watches every file
 	// discovery read and every path where a new config file would be found
@@ -119,6 +120,11 @@ type Options struct {
 	// needs discovery: with Servers set, or when the initial discovery
 	// failed as a whole, nothing is watched.
 	WatchConfig bool
+	// ToolMode says how the MCP tools are offered: each as a tool of its
+	// own (ToolsDirect, the default), or behind two tools whose
+	// definitions never change ([ToolsCallTool]). It is recorded in
+	// SessionStarted's options ("toolMode") when set.
+	ToolMode ToolMode
 	// Watcher configures the config watcher of WatchConfig (nil means
 	// defaults; an unset Logger is the session's).
 	Watcher *loader.WatcherOptions
@@ -142,14 +148,25 @@ type Session struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// closeJournal closes the journal and store Start opened for a nil
+	// journal (idempotent); nil when the journal is the caller's.
+	closeJournal func() error
 
 	// refreshMu serialises RefreshMCPTools, so an older view never
 	// replaces a newer one.
 	refreshMu sync.Mutex
 
-	mu        sync.Mutex
-	own       []Tool
-	mcp       []Tool // exposed MCP tools and the search tool, sorted by name
+	mu  sync.Mutex
+	own []Tool
+	// mcp holds the exposed MCP tools in the order of ExposedTools, after
+	// the search tool when the budget applies; mcpIndex finds them by
+	// name.
+	mcp      []Tool
+	mcpIndex map[string]int
+	// mode is Options.ToolMode; meta holds the tools of ToolsCallTool
+	// (see metaTools).
+	mode      ToolMode
+	meta      []Tool
 	exposure  Exposure
 	active    map[string]bool // nil: every tool is active
 	changes   chan struct{}
@@ -167,18 +184,29 @@ type Session struct {
 // subscribes to the manager's updates, so later connects, drops and list
 // changes refresh its tools.
 //
+// A nil j records into the default event store, the one `mcp-audit`
+// reads when given no --db, so `mcp-audit sessions` lists the session:
+// $MCP_AUDIT_DB when set, else $XDG_STATE_HOME/mcplife/events.db, else
+// ~/.local/state/mcplife/events.db, a SQLite file created (with its
+// directory) when missing. The session opens that store and a journal on
+// it (with no bus; host id $MCPLIFE_HOST when set; events the store cannot
+// take yet spooled beside the file, as `mcp-audit run` does), and
+// [Session.Close] closes both after recording SessionClosed. A journal
+// passed in stays the caller's: the session never closes it.
+//
 // A discovery that fails as a whole still starts the session, without MCP
-// tools (see [DiscoverAndLoad]). Start returns an error when j is nil
-// (with MCP enabled), when the manager cannot be created or refuses to
-// connect, or when ctx ends before the gate.
+// tools (see [DiscoverAndLoad]). Start returns an error when the default
+// store cannot be opened ($MCP_AUDIT_DB naming a PostgreSQL store is one:
+// open it with store/postgres and pass a journal), when the manager cannot
+// be created or refuses to connect, or when ctx ends before the gate.
 func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	log := slog.New(slog.DiscardHandler)
+	if o.Manager != nil && o.Manager.Logger != nil {
+		log = o.Manager.Logger
 	}
 	s := &Session{id: o.ID, log: log, own: slices.Clone(o.Tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
 	if s.id == "" {
@@ -190,6 +218,16 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	if o.ToolBudget > 0 {
 		s.budget = newBudget(o.ToolBudget)
 	}
+	switch o.ToolMode {
+	case ToolsDirect:
+	case ToolsCallTool:
+		if o.ToolBudget > 0 {
+			return nil, fmt.Errorf("session: ToolMode %q and ToolBudget both set: choose one (the call tool's list, or the budget's search tool)", o.ToolMode)
+		}
+	default:
+		return nil, fmt.Errorf("session: unknown ToolMode %q (want %q or empty)", o.ToolMode, ToolsCallTool)
+	}
+	s.mode = o.ToolMode
 	var wopts loader.WatcherOptions
 	if o.Watcher != nil {
 		wopts = *o.Watcher
@@ -202,10 +240,10 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		s.cancel = func() {}
 		return s, nil
 	}
-	if j == nil {
-		return nil, errors.New("session: nil journal (required unless MCP is disabled)")
+	cwd := o.Loader.Cwd
+	if cwd == "" && o.Manager != nil {
+		cwd = o.Manager.Cwd
 	}
-	cwd := o.Cwd
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -213,10 +251,32 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		}
 		cwd = wd
 	}
-	lo := o.Loader
-	if lo.Cwd == "" {
-		lo.Cwd = cwd
+	cwd, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, fmt.Errorf("session: working directory: %w", err)
 	}
+	if j == nil {
+		dj, err := openDefaultJournal(log)
+		if err != nil {
+			return nil, err
+		}
+		j, s.closeJournal = dj.j, dj.close
+	}
+	if err := s.start(ctx, j, &o, cwd, wopts); err != nil {
+		if s.closeJournal != nil {
+			err = errors.Join(err, s.closeJournal())
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// start is Start from the journal on: a failure leaves the journal to
+// Start.
+func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, cwd string, wopts loader.WatcherOptions) error {
+	o, log := *opts, s.log
+	lo := o.Loader
+	lo.Cwd = cwd
 	if lo.Home == "" {
 		// Without a home directory discovery fails as a whole, which the
 		// load reports.
@@ -227,9 +287,6 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	}
 	if lo.Logger == nil {
 		lo.Logger = log
-	}
-	if o.DisableProjectConfig {
-		lo.DisableProjectConfig = true
 	}
 	var mo manager.Options
 	if o.Manager != nil {
@@ -246,7 +303,7 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	}
 	m, err := manager.New(j, s.id, &mo)
 	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
+		return fmt.Errorf("session: %w", err)
 	}
 	s.mgr, s.ownsMgr = m, true
 	gate := mo.Gate
@@ -275,15 +332,21 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 	if o.ToolBudget > 0 {
 		started.Options[ToolBudgetOption] = strconv.Itoa(o.ToolBudget)
 	}
+	if o.ToolMode != ToolsDirect {
+		started.Options[ToolModeOption] = string(o.ToolMode)
+	}
+	if len(mo.Roots) > 0 {
+		started.Options[RootsOption] = recordedRoots(mo.Roots, mo.Cwd)
+	}
 	if err := m.Record(ctx, started); err != nil {
 		m.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("session: %w", err)
+		return fmt.Errorf("session: %w", err)
 	}
 	// Before any server starts: what a killed host left running goes first.
 	reapAbandonedAtStart(ctx, j, s.id, log)
 	if err := s.follow(); err != nil {
 		s.closeOwned(ctx)
-		return nil, err
+		return err
 	}
 	var res *LoadResult
 	var watch *configWatch
@@ -302,7 +365,7 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 			watch.stop()
 		}
 		s.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("session: load MCP tools: %w", err)
+		return fmt.Errorf("session: load MCP tools: %w", err)
 	}
 	s.load = res
 	if watch != nil {
@@ -313,19 +376,39 @@ func Start(ctx context.Context, j *journal.Journal, opts *Options) (*Session, er
 		log.Error("MCP tool load failed", "path", e.Path, "error", e.Error)
 	}
 	s.RefreshMCPTools()
-	return s, nil
+	return nil
 }
 
 // ToolBudgetOption is the key of SessionStarted's options that records
 // [Options.ToolBudget], when set.
 const ToolBudgetOption = "toolBudget"
 
+// RootsOption is the key of SessionStarted's options that records the
+// session's roots when the manager's options set them (the default, the
+// working directory alone, is not recorded): a JSON array of absolute
+// paths.
+const RootsOption = "roots"
+
+// recordedRoots is the value of [RootsOption]: roots made absolute as the
+// manager makes them, relative ones against cwd.
+func recordedRoots(roots []string, cwd string) string {
+	abs := make([]string, len(roots))
+	for i, r := range roots {
+		if !filepath.IsAbs(r) {
+			r = filepath.Join(cwd, r)
+		}
+		abs[i] = filepath.Clean(r)
+	}
+	b, _ := json.Marshal(abs)
+	return string(b)
+}
+
 // shared returns a session that uses parent's manager, which it does not
 // own, with its own registry of tools plus the manager's tools and
 // parent's tool budget; it reloads with parent's discover.
 func shared(parent *Session, tools []Tool) (*Session, error) {
 	s := &Session{id: parent.mgr.Session(), log: parent.log, mgr: parent.mgr, discover: parent.discover, budget: parent.budget, parent: parent,
-		own: slices.Clone(tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
+		mode: parent.mode, own: slices.Clone(tools), changes: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := s.follow(); err != nil {
 		return nil, err
 	}
@@ -368,38 +451,52 @@ func (s *Session) LoadResult() *LoadResult { return s.load }
 
 // RefreshMCPTools replaces every mcp_ tool of the registry with the
 // manager's latest view, as the tool budget exposes it (see
-// [Options.ToolBudget]). The selection of active tools is kept: tools that
-// were active stay active; new tools become active only when every tool
-// was active (no explicit selection).
+// [Options.ToolBudget]), in the order of [ExposedTools]. The selection of
+// active tools is kept: tools that were active stay active; new tools
+// become active only when every tool was active (no explicit selection).
 func (s *Session) RefreshMCPTools() {
 	if s.mgr == nil {
 		return
 	}
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
+	// The view first: a tool listed after it is held back (under a
+	// budget) or placed last, until the next refresh, which its own
+	// update brings.
+	view := s.mgr.View()
 	var exp Exposure
 	if s.budget != nil {
-		// The view first: a tool listed after it is held back until the
-		// next refresh, which its own update brings.
-		exp = s.budget.update(s.mgr.View())
+		exp = s.budget.update(view)
 	}
-	var fresh []Tool
-	for _, t := range s.mgr.Tools() {
-		if !exp.Exposed(t.Name) {
-			continue
-		}
-		fresh = append(fresh, Tool{
-			Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Path: t.Path(), MCP: t,
-			Call: func(ctx context.Context, args json.RawMessage) (*manager.CallResult, error) { return t.Call(ctx, args) },
-		})
+	live := s.mgr.Tools()
+	byName := make(map[string]*manager.Tool, len(live))
+	for _, t := range live {
+		byName[t.Name] = t
 	}
+	fresh := make([]Tool, 0, len(live)+1)
 	if exp.Applied {
 		fresh = append(fresh, s.searchTool())
-		slices.SortFunc(fresh, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	}
+	for _, vt := range ExposedTools(view, exp) {
+		if t, ok := byName[vt.Name]; ok {
+			fresh = append(fresh, mcpTool(t))
+			delete(byName, vt.Name)
+		}
+	}
+	if !exp.Applied {
+		for _, t := range live { // newer than the view: last, by name
+			if _, ok := byName[t.Name]; ok {
+				fresh = append(fresh, mcpTool(t))
+			}
+		}
+	}
+	index := make(map[string]int, len(fresh))
+	for i, t := range fresh {
+		index[t.Name] = i
 	}
 	s.mu.Lock()
 	changed := !sameNames(s.mcp, fresh) || deferredChanged(s.mcp, fresh)
-	s.mcp = fresh
+	s.mcp, s.mcpIndex = fresh, index
 	s.exposure = exp
 	s.mu.Unlock()
 	if changed {
@@ -407,6 +504,14 @@ func (s *Session) RefreshMCPTools() {
 		case s.changes <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// mcpTool is the registry entry of the manager's tool t.
+func mcpTool(t *manager.Tool) Tool {
+	return Tool{
+		Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Path: t.Path(), MCP: t,
+		Call: func(ctx context.Context, args json.RawMessage) (*manager.CallResult, error) { return t.Call(ctx, args) },
 	}
 }
 
@@ -424,21 +529,34 @@ func deferredChanged(a, b []Tool) bool {
 }
 
 // Changes returns a channel that receives (coalesced) after the session's
-// tool list changed.
+// tool list changed. With [ToolsCallTool] the list offered stays the same;
+// the channel then tells of changes to the tools the call tool reaches.
 func (s *Session) Changes() <-chan struct{} { return s.changes }
 
-// Tools returns every tool of the registry, sorted by name: the agent's own
-// and the mcp_ tools; over the tool budget, the exposed mcp_ tools and the
-// search tool ([Options.ToolBudget]).
+// Tools returns every tool of the registry, in an order that only ever
+// grows at its end, so the definitions stay a stable prefix of a model's
+// prompt (and of its provider's prompt cache): first the agent's own
+// tools, in the order given; then the mcp_ tools in the order they were
+// first exposed in the session ([ExposedTools]): a late server's tools, a
+// re-list's new tools and tools a search loaded come last, and a tool that
+// goes leaves the others in place. Over the tool budget the mcp_ tools are
+// the search tool, first, and the exposed ones ([Options.ToolBudget]);
+// with [ToolsCallTool], the list tool and the call tool alone.
 func (s *Session) Tools() []Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append(slices.Clone(s.own), s.mcp...)
-	slices.SortStableFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return append(slices.Clone(s.own), s.listed()...)
 }
 
-// ActiveTools returns the active tools, sorted by name.
+// listed returns the mcp_ part of Tools. Requires s.mu.
+func (s *Session) listed() []Tool {
+	if s.mode == ToolsCallTool && s.mgr != nil {
+		return s.metaTools()
+	}
+	return s.mcp
+}
+
+// ActiveTools returns the active tools, in the order of [Session.Tools].
 func (s *Session) ActiveTools() []Tool {
 	all := s.Tools()
 	s.mu.Lock()
@@ -466,15 +584,21 @@ func (s *Session) SetActive(names []string) {
 }
 
 // Tool returns the named tool of the registry, as [Session.Tools] would
-// list it, without building the list. An agent's own tool wins over an
-// mcp_ tool of the same name.
+// list it, without building the list; with [ToolsCallTool] also the MCP
+// tools the call tool reaches. An agent's own tool wins over an mcp_ tool
+// of the same name.
 func (s *Session) Tool(name string) (Tool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i := slices.IndexFunc(s.own, func(t Tool) bool { return t.Name == name }); i >= 0 {
 		return s.own[i], true
 	}
-	if i, ok := slices.BinarySearchFunc(s.mcp, name, func(t Tool, name string) int { return strings.Compare(t.Name, name) }); ok {
+	if s.mode == ToolsCallTool {
+		if i := slices.IndexFunc(s.metaTools(), func(t Tool) bool { return t.Name == name }); i >= 0 {
+			return s.metaTools()[i], true
+		}
+	}
+	if i, ok := s.mcpIndex[name]; ok {
 		return s.mcp[i], true
 	}
 	return Tool{}, false
@@ -518,7 +642,7 @@ func (s *Session) Reload(ctx context.Context) (*manager.ConnectResult, error) {
 // either is loaded for both. Closing it does not disconnect anything.
 func (s *Session) Subagent(tools []Tool) (*Session, error) {
 	if s.mgr == nil {
-		return Start(context.Background(), nil, &Options{DisableMCP: true, Tools: tools, Logger: s.log})
+		return Start(context.Background(), nil, &Options{DisableMCP: true, Tools: tools, Manager: &manager.Options{Logger: s.log}})
 	}
 	sub, err := shared(s, tools)
 	if err != nil {
@@ -554,6 +678,9 @@ func (s *Session) Close(ctx context.Context) error {
 	return s.closeOwned(ctx)
 }
 
+// closeOwned closes the manager the session created and records
+// SessionClosed, then closes the journal and store it opened (a nil
+// journal given to Start), in that order, so SessionClosed is stored.
 func (s *Session) closeOwned(ctx context.Context) error {
 	if !s.ownsMgr {
 		return nil
@@ -561,6 +688,9 @@ func (s *Session) closeOwned(ctx context.Context) error {
 	err := s.mgr.Close(ctx)
 	if rerr := s.mgr.Record(context.WithoutCancel(ctx), &events.SessionClosed{Reason: "closed"}); rerr != nil {
 		err = errors.Join(err, rerr)
+	}
+	if s.closeJournal != nil {
+		err = errors.Join(err, s.closeJournal())
 	}
 	return err
 }

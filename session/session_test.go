@@ -36,7 +36,7 @@ func runHermetic(m *testing.M) int {
 	}
 	defer os.RemoveAll(home)
 	os.Setenv("HOME", home)
-	for _, v := range []string{"XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA"} {
+	for _, v := range []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME", "MCP_AUDIT_DB", "MCPLIFE_HOST", "CODEX_HOME", "APPDATA"} {
 		os.Unsetenv(v)
 	}
 	return m.Run()
@@ -134,7 +134,7 @@ func TestLateServerReachesSessionBySubscription(t *testing.T) {
 	j, _ := newJournal(t)
 	seedCache(t, j, cwd, home, "slow", "add")
 	own := session.Tool{Name: "read_file", Description: "the agent's own tool"}
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}, Tools: []session.Tool{own}})
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home}, Tools: []session.Tool{own}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +168,13 @@ func TestLateServerReachesSessionBySubscription(t *testing.T) {
 		t, ok := s.Tool("mcp_slow_add")
 		return has("mcp_slow_env")(ts) && ok && !t.MCP.Deferred
 	})
-	if got := names(s.ActiveTools()); !slices.Equal(got, []string{"mcp_slow_add", "read_file"}) {
+	if got := names(s.ActiveTools()); !slices.Equal(got, []string{"read_file", "mcp_slow_add"}) {
 		t.Errorf("active tools after refresh = %v", got)
 	}
-	res, err := s.Tools()[0].Call(t.Context(), json.RawMessage(`{"text":"hi"}`))
+	echo, _ := s.Tool("mcp_fast_echo")
+	res, err := echo.Call(t.Context(), json.RawMessage(`{"text":"hi"}`))
 	if err != nil || res.IsError || !strings.Contains(res.Text(), "hi") {
-		t.Fatalf("call %s: %v %+v", s.Tools()[0].Name, err, res)
+		t.Fatalf("call mcp_fast_echo: %v %+v", err, res)
 	}
 }
 
@@ -188,7 +189,7 @@ func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
 	j, st := newJournal(t)
 	// Without reconnecting, so b's drop removes its tools (a reconnect
 	// would keep them, deferred).
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home},
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home},
 		Manager: &manager.Options{Reconnect: manager.ReconnectPolicy{Disabled: true}}})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +199,9 @@ func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(sub.Tools()); !slices.Equal(got, []string{"mcp_a_echo", "mcp_b_pid", "task_done"}) {
+	// Its own tools first, then the shared ones (in the order a and b
+	// happened to list them).
+	if got := names(sub.Tools()); len(got) != 3 || got[0] != "task_done" || !slices.Equal(slices.Sorted(slices.Values(got[1:])), []string{"mcp_a_echo", "mcp_b_pid"}) {
 		t.Fatalf("subagent tools = %v", got)
 	}
 	release.Release() // b exits on its own
@@ -224,7 +227,7 @@ func TestSubagentSharesConnectionsAndSeesDrops(t *testing.T) {
 func TestReloadRecordsAndRefreshes(t *testing.T) {
 	cwd, home := project(t, map[string]events.ServerConfig{"a": fixtureConfig(t, "only=echo")})
 	j, st := newJournal(t)
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}})
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +261,7 @@ func TestMCPDisabledSkipsDiscovery(t *testing.T) {
 	cwd, home := project(t, map[string]events.ServerConfig{
 		"evil": {Command: "sh", Args: []string{"-c", "touch " + marker}, Env: map[string]string{"X": "!touch " + marker}},
 	})
-	s, err := session.Start(t.Context(), nil, &session.Options{Cwd: cwd, Loader: loader.Options{Home: home}, DisableMCP: true, Tools: []session.Tool{{Name: "own"}}})
+	s, err := session.Start(t.Context(), nil, &session.Options{Loader: loader.Options{Cwd: cwd, Home: home}, DisableMCP: true, Tools: []session.Tool{{Name: "own"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +282,7 @@ func TestDiscoveryFailureStillStarts(t *testing.T) {
 	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := session.Start(t.Context(), j, &session.Options{Cwd: t.TempDir(), Loader: loader.Options{Home: notADir}})
+	s, err := session.Start(t.Context(), j, &session.Options{Loader: loader.Options{Cwd: t.TempDir(), Home: notADir}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/loader"
 	"github.com/mcplife/mcplife/natsbus"
 	"github.com/mcplife/mcplife/natsbus/natstest"
 	"github.com/mcplife/mcplife/session"
@@ -75,7 +76,7 @@ func TestLiveViewWithAnotherStoreOnTheBus(t *testing.T) {
 	})
 
 	cwd, _ := project(t, map[string]events.ServerConfig{"a": fixtureConfig(t, "only=echo,change_tools")})
-	s, err := session.Start(t.Context(), ja, &session.Options{Cwd: cwd})
+	s, err := session.Start(t.Context(), ja, &session.Options{Loader: loader.Options{Cwd: cwd}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestWatchConfigAppliesEdits(t *testing.T) {
 	file := filepath.Join(cwd, ".mcplife", "mcp.json")
 	j, st := newJournal(t)
 	s, err := session.Start(t.Context(), j, &session.Options{
-		Cwd: cwd, Loader: loader.Options{Home: home, Env: map[string]string{}},
+		Loader: loader.Options{Cwd: cwd, Home: home, Env: map[string]string{}},
 		// Every round's servers are awaited, whatever the machine's load:
 		// the expected outcomes are all ready.
 		Manager:     &manager.Options{Gate: time.Minute},
@@ -282,7 +282,7 @@ func TestWatchConfigInvalidEntry(t *testing.T) {
 	file := filepath.Join(cwd, ".mcplife", "mcp.json")
 	j, st := newJournal(t)
 	s, err := session.Start(t.Context(), j, &session.Options{
-		Cwd: cwd, Loader: loader.Options{Home: home, Env: map[string]string{}},
+		Loader:      loader.Options{Cwd: cwd, Home: home, Env: map[string]string{}},
 		WatchConfig: true, Watcher: &loader.WatcherOptions{Debounce: 20 * time.Millisecond},
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/paths"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/natsbus"
 	"github.com/mcplife/mcplife/store"
@@ -250,13 +251,14 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// dbPath resolves the store path: --db, $MCP_AUDIT_DB,
-// $XDG_STATE_HOME/mcplife/events.db, ~/.local/state/mcplife/events.db.
+// dbPath resolves the store path: --db, else the default store
+// (paths.DefaultStore: $MCP_AUDIT_DB, $XDG_STATE_HOME/mcplife/events.db,
+// ~/.local/state/mcplife/events.db), where embedded sessions record too.
 func (g *globals) dbPath() (string, error) {
 	if g.db != "" {
 		return g.db, nil
 	}
-	if p := os.Getenv("MCP_AUDIT_DB"); p != "" {
+	if p := os.Getenv(paths.StoreEnv); p != "" {
 		return p, nil
 	}
 	return g.defaultDBPath()
@@ -265,14 +267,11 @@ func (g *globals) dbPath() (string, error) {
 // defaultDBPath is the store of a user who named none:
 // $XDG_STATE_HOME/mcplife/events.db, else ~/.local/state/mcplife/events.db.
 func (g *globals) defaultDBPath() (string, error) {
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "mcplife", "events.db"), nil
-	}
-	home, err := os.UserHomeDir()
+	p, err := paths.StateStore()
 	if err != nil {
 		return "", usagef("no --db given and no home directory: %v", err)
 	}
-	return filepath.Join(home, ".local", "state", "mcplife", "events.db"), nil
+	return p, nil
 }
 
 func mustPath(g *globals) string {

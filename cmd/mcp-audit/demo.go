@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -74,8 +73,7 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	say("project %s with four example MCP servers (this binary, re-executed):", project)
 	say("  fast     answers at once          slow     lists its tools after 0.9 s (beyond the 250 ms gate)")
 	say("  failing  fails at initialize      flaky    exits on its own 1.2 s after it starts; reconnected")
-	opts := &session.Options{Cwd: project, Loader: loader.Options{Home: home, LookupEnv: func(string) (string, bool) { return "", false }},
-		Logger: slog.New(slog.DiscardHandler)}
+	opts := &session.Options{Loader: loader.Options{Cwd: project, Home: home, LookupEnv: func(string) (string, bool) { return "", false }}}
 
 	// Run 1: cold cache. The slow server has no cached tools, so the gate
 	// waits for it (correctness over speed).

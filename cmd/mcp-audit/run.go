@@ -112,6 +112,7 @@ type runOptions struct {
 	prompt string
 	pargs  string
 	login  bool
+	roots  multiFlag
 	strict bool
 }
 
@@ -136,6 +137,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.BoolVar(&o.login, "login", false, "run the OAuth browser login for servers that need it, and for step-ups (without it, run never opens a browser)")
 	fs.BoolVar(&o.watch, "watch-config", true, "while running (not with --once), apply edits of the config files: connect added and changed servers, disconnect removed ones")
 	fs.IntVar(&o.budget, "tool-budget", defaultToolBudget, "tool budget in estimated `TOKENS` of the exposed tool definitions; over it, tools wait behind a search tool (0: off)")
+	fs.Var(&o.roots, "root", "a `DIR` the servers get as a root (roots/list), repeatable; replaces the default root, the session's cwd")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -189,6 +191,10 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	roots, err := rootDirs(o.roots)
+	if err != nil {
+		return err
+	}
 	_, j, closeStore, err := g.openJournal()
 	if err != nil {
 		return err
@@ -227,8 +233,8 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 		defer prog.stop()
 	}
 	s, err := session.Start(ctx, j, &session.Options{
-		ID: id, Cwd: lopts.Cwd, Loader: lopts, Logger: logger, ToolBudget: o.budget,
-		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login},
+		ID: id, Loader: lopts, ToolBudget: o.budget,
+		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login, Logger: logger, Roots: roots},
 		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {

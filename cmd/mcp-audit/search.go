@@ -66,7 +66,7 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 	if g.json {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := session.Start(ctx, j, &session.Options{Cwd: lopts.Cwd, Loader: lopts, Manager: &manager.Options{Gate: *gate}, Logger: logger})
+	s, err := session.Start(ctx, j, &session.Options{Loader: lopts, Manager: &manager.Options{Gate: *gate, Logger: logger}})
 	if err != nil {
 		return err
 	}
