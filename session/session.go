@@ -686,7 +686,14 @@ func (s *Session) closeOwned(ctx context.Context) error {
 		return nil
 	}
 	err := s.mgr.Close(ctx)
-	if rerr := s.mgr.Record(context.WithoutCancel(ctx), &events.SessionClosed{Reason: "closed"}); rerr != nil {
+	// SessionClosed is recorded even when ctx was cancelled, but not past
+	// its deadline: a store that stopped answering must not hold Close.
+	rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		rctx, cancel = context.WithDeadline(rctx, dl)
+	}
+	defer cancel()
+	if rerr := s.mgr.Record(rctx, &events.SessionClosed{Reason: "closed"}); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	if s.closeJournal != nil {
