@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -126,47 +127,128 @@ func Descendants(pid int) []Identity {
 // that descend from root by their parent links now, or whose environment
 // holds the entry marker (of processes of this user only). Only processes
 // started no earlier than root are looked at: a descendant cannot be
-// older. It reads /proc once, and returns nil when it cannot.
+// older. It returns nil when /proc cannot be read. Concurrent calls share passes over /proc: a call
+// that comes while a pass runs joins the next one, so twenty servers torn
+// down at once read /proc a few times rather than twenty.
 func findDescendants(root Identity, marker string) []Identity {
+	q := &descQuery{root: root, marker: marker, done: make(chan struct{})}
+	passes.mu.Lock()
+	passes.queue = append(passes.queue, q)
+	if !passes.running {
+		passes.running = true
+		go runPasses()
+	}
+	passes.mu.Unlock()
+	<-q.done
+	return q.out
+}
+
+// descQuery is one findDescendants call waiting for a pass.
+type descQuery struct {
+	root   Identity
+	marker string
+	out    []Identity
+	done   chan struct{}
+}
+
+// passes is the queue of findDescendants calls for the next pass.
+var passes struct {
+	mu      sync.Mutex
+	queue   []*descQuery
+	running bool // a runPasses goroutine is draining the queue
+}
+
+// runPasses answers the queued queries, one pass over /proc per batch,
+// until none is queued.
+func runPasses() {
+	for {
+		passes.mu.Lock()
+		batch := passes.queue
+		passes.queue = nil
+		if len(batch) == 0 {
+			passes.running = false
+			passes.mu.Unlock()
+			return
+		}
+		passes.mu.Unlock()
+		answer(batch)
+	}
+}
+
+// passStarted, when set (by tests), is called as each pass starts.
+var passStarted func(queries int)
+
+// answer runs one pass over /proc for every query of batch.
+func answer(batch []*descQuery) {
+	if passStarted != nil {
+		passStarted(len(batch))
+	}
+	defer func() {
+		for _, q := range batch {
+			close(q.done)
+		}
+	}()
+	markers := map[string]bool{}
+	for _, q := range batch {
+		if q.marker != "" {
+			markers[q.marker] = true
+		}
+	}
 	uid := uint32(os.Getuid())
-	var procs []Identity
-	children := map[int][]int{}
-	found := map[int]bool{}
+	type entry struct {
+		pid int
+		st  procStat
+	}
+	var all []entry
+	marked := map[int]map[string]bool{} // pid → the markers in its environment
 	err := eachProc(func(pid int, st procStat, e os.DirEntry) {
-		if pid == root.Pid || st.start < root.StartTime {
-			return
-		}
-		// An exited parent that was not yet waited for still links its
-		// children to the root.
-		children[st.ppid] = append(children[st.ppid], pid)
-		if st.dead() {
-			return
-		}
-		procs = append(procs, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
-		if marker == "" {
+		all = append(all, entry{pid, st})
+		if len(markers) == 0 || st.dead() {
 			return
 		}
 		if info, err := e.Info(); err == nil {
-			if s, ok := info.Sys().(*syscall.Stat_t); ok && s.Uid == uid && hasEnvEntry(pid, marker) {
-				found[pid] = true
+			if s, ok := info.Sys().(*syscall.Stat_t); ok && s.Uid == uid {
+				if found := envHolds(pid, markers); len(found) > 0 {
+					marked[pid] = found
+				}
 			}
 		}
 	})
 	if err != nil {
-		return nil
+		return
 	}
-	for next := children[root.Pid]; len(next) > 0; {
-		pid := next[len(next)-1]
-		next = append(next[:len(next)-1], children[pid]...)
-		found[pid] = true
-	}
-	var out []Identity
-	for _, p := range procs {
-		if found[p.Pid] {
-			out = append(out, p)
+	for _, q := range batch {
+		root := q.root
+		var procs []Identity
+		children := map[int][]int{}
+		found := map[int]bool{}
+		for _, en := range all {
+			pid, st := en.pid, en.st
+			if pid == root.Pid || st.start < root.StartTime {
+				continue
+			}
+			// An exited parent that was not yet waited for still links
+			// its children to the root.
+			children[st.ppid] = append(children[st.ppid], pid)
+			if st.dead() {
+				continue
+			}
+			procs = append(procs, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
+			if q.marker != "" && marked[pid][q.marker] {
+				found[pid] = true
+			}
+		}
+		for next := children[root.Pid]; len(next) > 0; {
+			pid := next[len(next)-1]
+			next = append(next[:len(next)-1], children[pid]...)
+			found[pid] = true
+		}
+		for _, p := range procs {
+			if found[p.Pid] {
+				q.out = append(q.out, p)
+			}
 		}
 	}
-	return out
 }
 
 // IdentityOf returns the identity of the process pid as /proc shows it
@@ -178,6 +260,30 @@ func IdentityOf(pid int) (Identity, bool) {
 		return Identity{}, false
 	}
 	return Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start}, true
+}
+
+// envHolds returns which of entries the environment of pid holds.
+func envHolds(pid int, entries map[string]bool) map[string]bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return nil
+	}
+	var found map[string]bool
+	for len(env) > 0 {
+		kv := env
+		if i := bytes.IndexByte(env, 0); i >= 0 {
+			kv, env = env[:i], env[i+1:]
+		} else {
+			env = nil
+		}
+		if entries[string(kv)] {
+			if found == nil {
+				found = map[string]bool{}
+			}
+			found[string(kv)] = true
+		}
+	}
+	return found
 }
 
 // hasEnvEntry reports whether the environment pid started with holds

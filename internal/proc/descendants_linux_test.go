@@ -3,8 +3,10 @@ package proc
 import (
 	"bufio"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -86,4 +88,80 @@ func TestDescendants(t *testing.T) {
 	if launchedMarker(p.Pid()) != "" {
 		t.Errorf("process %d is still registered as launched after it was reaped", p.Pid())
 	}
+}
+
+// Concurrent findDescendants calls share passes over /proc: while one pass
+// runs, the calls that come join the next, and each gets what a pass of
+// its own would have found.
+func TestConcurrentDescendantsSharePasses(t *testing.T) {
+	const n = 6
+	var procs []*Process
+	var children []Identity
+	for range n {
+		p, err := Start("sh", []string{"-c", "sleep 1000 </dev/null >/dev/null 2>&1 & echo $!; exec cat >/dev/null"}, os.Environ(), t.TempDir(), &Options{StdinGrace: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Terminate() })
+		procs = append(procs, p)
+		children = append(children, readPid(t, bufio.NewReader(p.Stdout())))
+	}
+	hold := make(chan struct{})
+	var passes []int
+	var mu sync.Mutex
+	passStarted = func(queries int) {
+		mu.Lock()
+		passes = append(passes, queries)
+		first := len(passes) == 1
+		mu.Unlock()
+		if first {
+			<-hold
+		}
+	}
+	defer func() { passStarted = nil }()
+	got := make([][]Identity, n)
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Go(func() { got[i] = Descendants(p.Pid()) })
+	}
+	// Hold the first pass until every other call is queued for the next.
+	for {
+		mu.Lock()
+		first := 0
+		if len(passes) == 1 {
+			first = passes[0]
+		}
+		mu.Unlock()
+		if first > 0 && first+passesQueued() == n {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(hold)
+	wg.Wait()
+	sum := 0
+	for _, q := range passes {
+		sum += q
+	}
+	if len(passes) > 2 || sum != n {
+		t.Errorf("passes over /proc (queries each) = %v, want at most 2 for %d calls", passes, n)
+	}
+	for i := range procs {
+		if !slices.Contains(got[i], children[i]) {
+			t.Errorf("Descendants of server %d = %v, lacks its child %v", i, got[i], children[i])
+		}
+		for j := range procs {
+			if j != i && slices.Contains(got[i], children[j]) {
+				t.Errorf("Descendants of server %d = %v holds the child of server %d", i, got[i], j)
+			}
+		}
+	}
+}
+
+// passesQueued returns how many findDescendants calls wait for the next
+// pass.
+func passesQueued() int {
+	passes.mu.Lock()
+	defer passes.mu.Unlock()
+	return len(passes.queue)
 }
