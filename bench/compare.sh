@@ -12,7 +12,7 @@ usage() {
 }
 
 k=3
-bench='^Benchmark(Startup/N=(1|20|50)|Call|Close|Idle)$'
+bench='^Benchmark(Startup|Call|Close|Idle)$'
 benchtime=11x
 out=
 own=0

@@ -10,8 +10,8 @@
 //
 // The lifecycle's figures:
 //
-//   - BenchmarkStartup: connect and list N = 1, 20, 50 (and 200 servers of
-//     50 tools) in parallel.
+//   - BenchmarkStartup: connect and list N = 1, 20, 50 servers in parallel
+//     (BenchmarkStartupScale: 200 servers of 50 tools).
 //   - BenchmarkCall: 100 echo calls per side per round, the sides taking
 //     turns call by call; p50 and p99 over every call ("SIDE-µs",
 //     "SIDE-p99-µs"), the paired ratio of the p50s and the ratio of the
@@ -41,8 +41,9 @@
 // (exported with git archive into a temporary directory, with the working
 // tree's bench/ copied in so both run the same benchmarks; -own keeps the
 // revision's own), "after" is the working tree. It builds one test binary
-// for each, runs before, after, after, before, ... K times (-k, default
-// 3), and prints one row per benchmark and metric: the median of the K
+// for each, runs '^Benchmark(Startup|Call|Close|Idle)$' (-bench, with
+// -benchtime 11x) with before, after, after, before, ... K times (-k,
+// default 3; flags after -- go to both binaries), and prints one row per benchmark and metric: the median of the K
 // runs of each side, their range, and after/before. Ratios to bare are
 // from one run each, so they compare across the two checkouts even when
 // the machine's load changed between runs. The raw output, with the load
