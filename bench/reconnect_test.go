@@ -21,7 +21,7 @@ import (
 //	go test ./bench -run '^$' -bench Reconnect -benchtime 20x
 func BenchmarkReconnect(b *testing.B) {
 	ctx := context.Background()
-	sd := sides(b)[1] // memory store
+	sd := newSide(b, "memory")
 	cfgs := configs(b, 1, "only=echo")
 	// Every kill comes soon after the last reconnect; counted as a crash
 	// loop they would trip the breaker, which is not what is measured.
