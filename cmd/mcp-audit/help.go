@@ -46,7 +46,7 @@ var helps = map[string]commandHelp{
 	"replay": {
 		usage:    "replay SESSION|last [flags]",
 		about:    "Print a session's events in order, with times relative to its first event. SESSION is an id, a unique prefix of one, or last.",
-		examples: []string{"mcp-audit replay last", "mcp-audit replay 20261130T101500 --follow"},
+		examples: []string{"mcp-audit replay last", "mcp-audit replay 20261130T101500 --follow", "mcp-audit replay last --transcript"},
 	},
 	"search": {
 		usage:    "search QUERY [flags]",
