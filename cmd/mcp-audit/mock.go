@@ -298,4 +298,3 @@ func (r *recording) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mc
 	}
 	return &res, nil
 }
-
