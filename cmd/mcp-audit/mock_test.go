@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/internal/peers"
 )
 
 // asAuditEnv makes the test binary run as mcp-audit (see
@@ -159,4 +161,103 @@ func callText(r *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// tsView is what testdata/mockclient.mjs prints.
+type tsView struct {
+	ServerInfo   struct{ Name, Version string }
+	Instructions string
+	Tools        []map[string]any
+	Resources    []map[string]any
+	Templates    []map[string]any
+	Prompts      []map[string]any
+	Recorded     mcpResultView
+	Unrecorded   mcpResultView
+}
+
+type mcpResultView struct {
+	IsError bool `json:"isError"`
+	Content []struct{ Text string }
+}
+
+// runTSClient runs the TypeScript SDK's client script with args.
+func runTSClient(t *testing.T, args ...string) tsView {
+	t.Helper()
+	root := peers.RepoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Fatalf("the MCP TypeScript SDK is not installed (run npm ci in %s): %v", root, err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: %v", err)
+	}
+	cmd := exec.CommandContext(t.Context(), node, append([]string{filepath.Join("testdata", "mockclient.mjs")}, args...)...)
+	cmd.Env = append(os.Environ(), asAuditEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("TypeScript client: %v\n%s", err, stderr.String())
+	}
+	var v tsView
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("TypeScript client output: %v\n%s", err, out)
+	}
+	return v
+}
+
+func checkTSView(t *testing.T, how string, v tsView) {
+	t.Helper()
+	if v.ServerInfo.Name != "recorded-server" || v.Instructions != "Use lookup for things." {
+		t.Errorf("%s: server %+v, instructions %q", how, v.ServerInfo, v.Instructions)
+	}
+	var lookup map[string]any
+	for _, tl := range v.Tools {
+		if tl["name"] == "lookup" {
+			lookup = tl
+		}
+	}
+	if len(v.Tools) != 2 || lookup == nil || lookup["title"] != "Look up" || lookup["icons"] == nil ||
+		lookup["annotations"].(map[string]any)["readOnlyHint"] != true || lookup["inputSchema"].(map[string]any)["required"] == nil {
+		t.Errorf("%s: tools %v", how, v.Tools)
+	}
+	if len(v.Resources) != 2 || len(v.Templates) != 1 || len(v.Prompts) != 1 {
+		t.Errorf("%s: resources %v templates %v prompts %v", how, v.Resources, v.Templates, v.Prompts)
+	}
+	if v.Recorded.IsError || len(v.Recorded.Content) == 0 || !strings.Contains(v.Recorded.Content[0].Text, "moon") {
+		t.Errorf("%s: recorded call %+v", how, v.Recorded)
+	}
+	if !v.Unrecorded.IsError || len(v.Unrecorded.Content) == 0 || !strings.Contains(v.Unrecorded.Content[0].Text, "no recording matches") {
+		t.Errorf("%s: unrecorded call %+v", how, v.Unrecorded)
+	}
+}
+
+// The MCP TypeScript SDK's client sees the recording through the mock,
+// over stdio and over streamable HTTP.
+func TestMockWithTypeScriptClient(t *testing.T) {
+	db := recordForMock(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTSView(t, "stdio", runTSClient(t, "stdio", exe, "--db", db, "mock", "last", "--server", "rec"))
+
+	mock := mockCommand(t, "--db", db, "mock", "last", "--server", "rec", "--http", "127.0.0.1:0")
+	stderr, err := mock.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mock.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		mock.Process.Signal(syscall.SIGTERM)
+		mock.Wait()
+	}()
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	_, url, ok := strings.Cut(strings.TrimSpace(line), " at ")
+	if err != nil || !ok {
+		t.Fatalf("mock --http said %q, %v", line, err)
+	}
+	checkTSView(t, "http", runTSClient(t, "http", url))
 }
