@@ -38,9 +38,17 @@ const (
 	TranscriptSessionCap = 16 << 20
 	// transcriptQueue is the number of lines that wait for the store.
 	transcriptQueue = 4096
+	// transcriptBatch is the most lines written in one append.
+	transcriptBatch = 256
 	// transcriptFlushWait bounds how long closing a connection waits for
 	// its lines to reach the store.
 	transcriptFlushWait = 5 * time.Second
+)
+
+// The caps in force; tests lower them.
+var (
+	messageCap = TranscriptMessageCap
+	sessionCap = int64(TranscriptSessionCap)
 )
 
 // transcriptOn reports whether s's transcript is kept.
@@ -153,8 +161,8 @@ func (r *transcriptRec) message(dir string, msg jsonrpc.Message) {
 func (r *transcriptRec) raw(dir string, b []byte) {
 	line := store.TranscriptLine{Session: r.session, Server: r.server, Time: time.Now().UTC(), Direction: dir}
 	text := r.scrub(string(b))
-	if len(text) > TranscriptMessageCap {
-		cut := TranscriptMessageCap
+	if len(text) > messageCap {
+		cut := messageCap
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
 			cut--
 		}
@@ -167,7 +175,7 @@ func (r *transcriptRec) raw(dir string, b []byte) {
 	if r.ended {
 		return
 	}
-	if r.kept+int64(len(text)) > TranscriptSessionCap || !r.w.offer(line) {
+	if r.kept+int64(len(text)) > sessionCap || !r.w.offer(line) {
 		r.dropped++
 		r.droppedBytes += int64(len(b))
 		return
@@ -303,7 +311,7 @@ func (w *transcriptWriter) flush(d time.Duration) {
 
 func (w *transcriptWriter) run() {
 	defer close(w.done)
-	batch := make([]store.TranscriptLine, 0, 256)
+	batch := make([]store.TranscriptLine, 0, transcriptBatch)
 	for {
 		batch = batch[:0]
 		select {

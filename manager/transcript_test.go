@@ -6,10 +6,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
 	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/memory"
 )
 
 // transcriptOf returns the stored transcript of e's session.
@@ -124,5 +126,73 @@ func TestTranscriptScrubbed(t *testing.T) {
 		return b.String()
 	}(); !strings.Contains(all, events.Redacted) {
 		t.Error("no scrubbed value in the transcript")
+	}
+}
+
+// blockedTranscripts is a transcript store whose appends wait for
+// release.
+type blockedTranscripts struct {
+	release chan struct{}
+	store.TranscriptStore
+}
+
+func (b *blockedTranscripts) AppendTranscript(ctx context.Context, lines []store.TranscriptLine) error {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.TranscriptStore.AppendTranscript(ctx, lines)
+}
+
+// A message longer than the per-message cap is kept cut, with the count
+// of bytes left out; past the per-session cap messages are dropped, and
+// counted on the transcript's closing line.
+func TestTranscriptCaps(t *testing.T) {
+	defer func(m int, s int64) { messageCap, sessionCap = m, s }(messageCap, sessionCap)
+	messageCap, sessionCap = 100, 250
+	st := memory.New()
+	rec := &transcriptRec{session: "s", server: "srv", w: acquireWriter(st)}
+	big := `{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("é", 100) + `"}}` // 246 bytes
+	rec.raw(store.TranscriptIn, []byte(big))
+	rec.raw(store.TranscriptOut, []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)) // 40
+	rec.raw(store.TranscriptOut, []byte(big))                                        // cut to 100: 240 kept
+	rec.raw(store.TranscriptOut, []byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)) // over the session cap
+	rec.end()
+	lines, err := st.ReadTranscript(t.Context(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 4 {
+		t.Fatalf("lines %+v", lines)
+	}
+	if l := lines[0]; len(l.Message) > 100 || l.Cut != int64(len(big)-len(l.Message)) || !utf8.ValidString(l.Message) {
+		t.Errorf("first line: %d bytes kept, cut %d, valid UTF-8 %v", len(l.Message), l.Cut, utf8.ValidString(l.Message))
+	}
+	if l := lines[3]; l.Direction != store.TranscriptCut || l.Dropped != 1 || l.DroppedBytes != 40 {
+		t.Errorf("closing line %+v, want 1 message of 40 bytes dropped", l)
+	}
+}
+
+// A store that does not answer never holds a message up: lines past the
+// queue (and the batch the writer holds) are dropped and counted, and what was queued is written once the
+// store answers again.
+func TestTranscriptNeverBlocks(t *testing.T) {
+	st := &blockedTranscripts{release: make(chan struct{}), TranscriptStore: memory.New()}
+	rec := &transcriptRec{session: "s", server: "srv", w: acquireWriter(st)}
+	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/progress"}`)
+	const n = transcriptQueue + 500
+	for range n { // returns although nothing can be written
+		rec.raw(store.TranscriptIn, msg)
+	}
+	close(st.release)
+	rec.end()
+	lines, err := st.ReadTranscript(t.Context(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := lines[len(lines)-1]
+	if last.Direction != store.TranscriptCut || int(last.Dropped)+len(lines)-1 != n || last.Dropped < 500-transcriptBatch {
+		t.Errorf("%d lines kept, closing line %+v; want %d messages in all, at least %d dropped", len(lines)-1, last, n, 500-transcriptBatch)
 	}
 }
