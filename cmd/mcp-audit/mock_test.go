@@ -134,22 +134,32 @@ func TestMockServesRecording(t *testing.T) {
 		t.Errorf("unrecorded call: %+v, %v", call, err)
 	}
 
-	// mcp-audit run (the manager) with the mock as a stdio server.
+	// mcp-audit run (the manager) with the mock as a stdio server, in
+	// both protocol eras: the default offer, the oldest revision and the
+	// stateless one.
 	mock := mockCommand(t, "--db", db, "mock", "last", "--server", "rec")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"offline": map[string]any{
-		"command": mock.Path, "args": mock.Args[1:], "env": map[string]string{asAuditEnv: "1"}}}})
-	cfg := filepath.Join(t.TempDir(), "servers.json")
-	os.WriteFile(cfg, b, 0o600)
-	db2 := filepath.Join(t.TempDir(), "e2.db")
-	code, out, errOut := runCmd(t, "--db", db2, "--json", "run", "--once", "--cwd", t.TempDir(), "--config", cfg,
-		"--call", "offline/lookup", "--args", `{ "n": 1, "q": "moon" }`)
-	if code != 0 || !strings.Contains(out, `"isError": false`) || !strings.Contains(out, "moon") {
-		t.Errorf("run against the mock: exit %d\n%s\n%s", code, out, errOut)
-	}
-	code, out, errOut = runCmd(t, "--db", db2, "--json", "run", "--once", "--cwd", t.TempDir(), "--config", cfg,
-		"--call", "offline/lookup", "--args", `{"q":"sun"}`)
-	if !strings.Contains(out, `"isError": true`) || !strings.Contains(out, "no recording matches") {
-		t.Errorf("unrecorded call through run: exit %d\n%s\n%s", code, out, errOut)
+	for _, pv := range []string{"", "2024-11-05", "2026-07-28"} {
+		entry := map[string]any{"command": mock.Path, "args": mock.Args[1:], "env": map[string]string{asAuditEnv: "1"}}
+		if pv != "" {
+			entry["protocolVersion"] = pv
+		}
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"offline": entry}})
+		cfg := filepath.Join(t.TempDir(), "servers.json")
+		os.WriteFile(cfg, b, 0o600)
+		db2 := filepath.Join(t.TempDir(), "e2.db")
+		code, out, errOut := runCmd(t, "--db", db2, "--json", "run", "--once", "--cwd", t.TempDir(), "--config", cfg,
+			"--call", "offline/lookup", "--args", `{ "n": 1, "q": "moon" }`)
+		if code != 0 || !strings.Contains(out, `"isError": false`) || !strings.Contains(out, "moon") {
+			t.Errorf("protocol %q: run against the mock: exit %d\n%s\n%s", pv, code, out, errOut)
+		}
+		if _, rep, _ := runCmd(t, "--db", db2, "--json", "replay", "last"); pv != "" && !strings.Contains(rep, `"protocolVersion":"`+pv+`"`) {
+			t.Errorf("protocol %q not negotiated:\n%s", pv, rep)
+		}
+		code, out, errOut = runCmd(t, "--db", db2, "--json", "run", "--once", "--cwd", t.TempDir(), "--config", cfg,
+			"--call", "offline/lookup", "--args", `{"q":"sun"}`)
+		if !strings.Contains(out, `"isError": true`) || !strings.Contains(out, "no recording matches") {
+			t.Errorf("protocol %q: unrecorded call through run: exit %d\n%s\n%s", pv, code, out, errOut)
+		}
 	}
 }
 
