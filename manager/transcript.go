@@ -147,6 +147,7 @@ type transcriptRec struct {
 	kept                  int64 // bytes of messages kept
 	dropped, droppedBytes int64
 	ended                 bool
+	flushed               chan struct{} // closed when the first end is done
 }
 
 func (r *transcriptRec) message(dir string, msg jsonrpc.Message) {
@@ -194,22 +195,39 @@ func (r *transcriptRec) scrub(s string) string {
 }
 
 // end closes the transcript of the connection: the count of what was not
-// kept, then a bounded wait for its lines to reach the store.
+// kept, then a bounded wait for its lines to reach the store. A later call
+// waits for the first one's flush.
 func (r *transcriptRec) end() {
 	r.mu.Lock()
-	if r.ended || r.w == nil {
-		r.ended = true
+	if r.flushed == nil {
+		r.flushed = make(chan struct{})
+	}
+	flushed := r.flushed
+	if r.ended {
 		r.mu.Unlock()
+		t := time.NewTimer(transcriptFlushWait)
+		defer t.Stop()
+		select {
+		case <-flushed:
+		case <-t.C:
+		}
 		return
 	}
 	r.ended = true
+	w := r.w
+	if w == nil {
+		r.mu.Unlock()
+		close(flushed)
+		return
+	}
 	if r.dropped > 0 {
-		r.w.force(store.TranscriptLine{Session: r.session, Server: r.server, Time: time.Now().UTC(), Direction: store.TranscriptCut,
+		w.force(store.TranscriptLine{Session: r.session, Server: r.server, Time: time.Now().UTC(), Direction: store.TranscriptCut,
 			Dropped: r.dropped, DroppedBytes: r.droppedBytes})
 	}
 	r.mu.Unlock()
-	r.w.flush(transcriptFlushWait)
-	releaseWriter(r.w)
+	w.flush(transcriptFlushWait)
+	releaseWriter(w)
+	close(flushed)
 }
 
 // transcriptWriter writes the transcript lines of one store, from a queue,
@@ -361,6 +379,11 @@ func (t *transcriptHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.base.RoundTrip(r)
+	if r.Method == http.MethodDelete {
+		// The client ends its session: the transcript's last exchange,
+		// so closing the connection waits for its lines to be stored.
+		t.rec.end()
+	}
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
