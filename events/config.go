@@ -89,7 +89,16 @@ type ServerConfig struct {
 	// registration, browser login). Omitted when nil, so configurations
 	// without it hash as before.
 	OAuth *OAuthConfig `json:"oauth,omitempty"`
+	// Record is RecordTranscript to keep this server's transcript (every
+	// JSON-RPC message in and out, scrubbed and capped) beside the events;
+	// empty means lifecycle events only. Omitted when empty, so
+	// configurations without it hash as before.
+	Record string `json:"record,omitempty"`
 }
+
+// RecordTranscript is the [ServerConfig.Record] value that keeps the
+// server's transcript.
+const RecordTranscript = "transcript"
 
 // Grants of [OAuthConfig.Grant].
 const (

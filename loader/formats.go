@@ -48,6 +48,12 @@ func mapNative(f fields, e *entry) {
 	c.Roots = f.strs("roots")
 	c.AlwaysLoad = alwaysLoad(f)
 	c.OAuth = mapOAuth(f, nativeOAuth)
+	switch r := f.str("record"); r {
+	case "", events.RecordTranscript:
+		c.Record = r
+	default:
+		*f.problems = append(*f.problems, fmt.Sprintf(`"record" must be %q, not %q`, events.RecordTranscript, r))
+	}
 	switch p := f.str("envPolicy"); p {
 	case "", "names":
 	case "literal":

@@ -459,7 +459,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if s.timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
-	cs, err := client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+	cs, err := client.Connect(cctx, m.transcribe(s, res, t), &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
 	var p *proc.Process

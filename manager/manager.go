@@ -182,6 +182,11 @@ type Options struct {
 	// the goroutine of the ConnectServers (or Reload) call that started
 	// the round, so it must not block and must not call the manager.
 	OnGate func(GateOutcome)
+	// Transcript keeps every server's transcript (every JSON-RPC message
+	// in and out, scrubbed and capped) beside the events, as a server's
+	// config record "transcript" does for that server. Off by default; a
+	// store without transcripts (store.TranscriptStore) keeps none.
+	Transcript bool
 }
 
 // ConnectResult is what [Manager.ConnectServers] returns at the gate.

@@ -46,7 +46,12 @@ var helps = map[string]commandHelp{
 	"replay": {
 		usage:    "replay SESSION|last [flags]",
 		about:    "Print a session's events in order, with times relative to its first event. SESSION is an id, a unique prefix of one, or last.",
-		examples: []string{"mcp-audit replay last", "mcp-audit replay 20261130T101500 --follow"},
+		examples: []string{"mcp-audit replay last", "mcp-audit replay 20261130T101500 --follow", "mcp-audit replay last --transcript"},
+	},
+	"mock": {
+		usage:    "mock SESSION --server NAME [flags]",
+		about:    "Serve what a recorded server listed (tools with their schemas, annotations and icons, resources, templates, prompts, instructions) as a real MCP server, on stdin/stdout or over streamable HTTP with --http, so a host can be tested offline. With the server's transcript (record \"transcript\") a call is answered with the result recorded for the same tool and arguments (canonical JSON); any other call gets an error result saying no recording matches.",
+		examples: []string{"mcp-audit mock last --server github", "mcp-audit mock last --server github --http 127.0.0.1:8931"},
 	},
 	"search": {
 		usage:    "search QUERY [flags]",

@@ -25,12 +25,13 @@ type replayJSON struct {
 func runReplay(ctx context.Context, g *globals, args []string) error {
 	fs := newFlagSet("replay", g)
 	follow := fs.Bool("follow", false, "keep streaming new events")
+	withTranscript := fs.Bool("transcript", false, "interleave the servers' transcripts (their JSON-RPC messages) by time")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: mcp-audit replay SESSION|last [--follow]")
+		return usagef("usage: mcp-audit replay SESSION|last [--follow] [--transcript]")
 	}
 	st, session, err := g.openSession(ctx, pos[0])
 	if err != nil {
@@ -38,6 +39,12 @@ func runReplay(ctx context.Context, g *globals, args []string) error {
 	}
 	defer st.Close()
 	p := &replayPrinter{g: g}
+	var tm *transcriptMerger
+	if *withTranscript {
+		if tm, err = loadTranscript(ctx, st, session, p); err != nil {
+			return err
+		}
+	}
 	if !g.json {
 		fmt.Fprintf(g.stdout, "session %s\n", escapeLine(session))
 	}
@@ -47,10 +54,16 @@ func runReplay(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
+			if err := tm.before(env.Time); err != nil {
+				return err
+			}
 			if err := p.print(env); err != nil {
 				return err
 			}
 			next, seq = env.Version+1, env.Seq
+		}
+		if err := tm.before(time.Time{}); err != nil {
+			return err
 		}
 		if !*follow {
 			return nil

@@ -14,6 +14,7 @@ import (
 
 func TestMain(m *testing.M) {
 	fixture.RunIfChild()
+	runAsAuditIfAsked()
 	os.Exit(m.Run())
 }
 

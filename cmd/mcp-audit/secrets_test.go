@@ -39,9 +39,9 @@ func TestSecretsNeverReachStoreOrOutput(t *testing.T) {
 		"local": map[string]any{"command": cmd, "args": args, "env": map[string]string{
 			"PLAIN_SECRET": envSecret,
 			"FROM_COMMAND": "!echo " + cmdSecret,
-		}},
+		}, "record": "transcript"},
 		"remote": map[string]any{"type": "http", "url": url + "?token=" + tokenSecret + "&exaApiKey=" + exaSecret,
-			"headers": map[string]string{"Authorization": "Bearer " + headerSecret}},
+			"headers": map[string]string{"Authorization": "Bearer " + headerSecret}, "record": "transcript"},
 	}
 	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	cfg := filepath.Join(t.TempDir(), "servers.json")
@@ -66,7 +66,23 @@ func TestSecretsNeverReachStoreOrOutput(t *testing.T) {
 	}
 	outputs[0] = strings.ReplaceAll(out, cmdSecret, "") // the tool's own answer, asked for
 
-	for _, args := range [][]string{{"replay", "last"}, {"--json", "replay", "last"}, {"sessions"}, {"--json", "inspect", "last", "--seq", "1000"}, {"discover", "--config", cfg}, {"--json", "discover", "--config", cfg}} {
+	// The transcripts are kept, scrubbed like everything else.
+	_, tr, _ := runCmd(t, "--db", db, "replay", "last", "--transcript")
+	for _, want := range []string{"local → {", "remote → {", `"method":"tools/call"`} {
+		if !strings.Contains(tr, want) {
+			t.Errorf("replay --transcript lacks %q:\n%s", want, tr)
+		}
+	}
+	// Interleaved by time: a server's initialize is sent before it is
+	// recorded as connected, and its tools/call after.
+	if i, c, call := strings.Index(tr, `"method":"initialize"`), strings.Index(tr, events.TypeServerConnected), strings.Index(tr, `"method":"tools/call"`); i < 0 || c < i || call < c {
+		t.Errorf("replay --transcript not in time order (initialize at %d, connected at %d, call at %d):\n%s", i, c, call, tr)
+	}
+	_, trj, _ := runCmd(t, "--db", db, "--json", "replay", "last", "--transcript")
+	if !strings.Contains(trj, `"type":"Transcript","server":"local","direction":"out","message":"{`) {
+		t.Errorf("replay --transcript --json lacks a transcript line:\n%.2000s", trj)
+	}
+	for _, args := range [][]string{{"replay", "last"}, {"--json", "replay", "last"}, {"replay", "last", "--transcript"}, {"--json", "replay", "last", "--transcript"}, {"sessions"}, {"--json", "inspect", "last", "--seq", "1000"}, {"discover", "--config", cfg}, {"--json", "discover", "--config", cfg}} {
 		_, o, e := runCmd(t, append([]string{"--db", db}, args...)...)
 		outputs = append(outputs, o, e)
 	}

@@ -39,6 +39,8 @@ type Store struct {
 	streams   map[string]*stream          // by name
 	order     []*stream                   // by first sequence
 	snapshots map[string]snapshot
+	// transcripts holds each session's transcript lines (transcript.go).
+	transcripts map[string][]store.TranscriptLine
 }
 
 // stream is the state of one stream. Its fields change only under Store.mu.

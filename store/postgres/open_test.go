@@ -229,7 +229,7 @@ func TestIdentityMadeByMigration(t *testing.T) {
 	db.Close()
 	raw := rawConn(t, cs)
 	s := pgx.Identifier{schema}.Sanitize()
-	mustExec(t, raw, `DROP TABLE `+s+`.store_identity`, `ALTER TABLE `+s+`.events DROP COLUMN hash`,
+	mustExec(t, raw, `DROP TABLE `+s+`.transcripts`, `DROP TABLE `+s+`.store_identity`, `ALTER TABLE `+s+`.events DROP COLUMN hash`,
 		`ALTER TABLE `+s+`.seq_counter DROP COLUMN hash`, `DELETE FROM `+s+`.migrations WHERE version > 1`)
 	before := fingerprint(t, raw, schema)
 
