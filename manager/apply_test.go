@@ -24,8 +24,8 @@ func pidOf(t *testing.T, m *Manager, server string) int {
 		t.Fatal(err)
 	}
 	var info fixture.ProcessInfo
-	if err := json.Unmarshal(r.StructuredContent, &info); err != nil {
-		t.Fatalf("pid result %s: %v", r.StructuredContent, err)
+	if err := json.Unmarshal(structuredJSON(r), &info); err != nil {
+		t.Fatalf("pid result %s: %v", structuredJSON(r), err)
 	}
 	return info.PID
 }

@@ -96,7 +96,7 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 	answersTool := tool(t, e.m, "mcp_"+fixture.FloodAnswersTool) // not prefixed twice
 	before := runtime.NumGoroutine()
 	r, err := tool(t, e.m, "mcp_flood_flood").Call(ctx, map[string]any{"elicit": n, "sample": n, "roots": n})
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("flood: %+v %v", r, err)
 	}
 	// Every request but the held ones is answered while they are held.
@@ -110,7 +110,7 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 	case method := <-h.over:
 		t.Fatalf("more than %d %s requests reached the host at once", MaxServerRequests, method)
 	case r := <-answers:
-		if r == nil || r.IsError {
+		if r == nil || r.Result.IsError {
 			t.Fatalf("flood answers: %+v", r)
 		}
 		if err := json.Unmarshal([]byte(r.Text()), &got); err != nil {
@@ -238,7 +238,7 @@ func TestServerRequestRate(t *testing.T) {
 		}
 		flood := func(n int) {
 			r, err := tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": n})
-			if err != nil || r.IsError {
+			if err != nil || r.Result.IsError {
 				t.Fatalf("flood: %+v %v", r, err)
 			}
 		}
@@ -284,7 +284,7 @@ func TestResourceUpdateFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := tool(t, e.m, "mcp_res_flood").Call(ctx, map[string]any{"updates": n, "uris": []string{sub1, other}})
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("flood: %+v %v", r, err)
 	}
 	var updates []*events.ResourceUpdated

@@ -198,7 +198,7 @@ func TestGateServesDeferredToolsFromCache(t *testing.T) {
 	// A call on the deferred tool waits for the connection and succeeds
 	// even while tools/list is still held.
 	r, err := deferred.Call(ctx, map[string]any{"text": "hi"})
-	if err != nil || r.IsError || r.Text() != "hi" {
+	if err != nil || r.Result.IsError || r.Text() != "hi" {
 		t.Fatalf("deferred call: %+v %v", r, err)
 	}
 	g.Release()
@@ -232,7 +232,7 @@ func TestDeferredToolWithoutConnectionFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := echo.Call(ctx, nil)
-	if err != nil || !r.IsError || r.Text() != "MCP error: MCP server not connected: a" {
+	if err != nil || !r.Result.IsError || r.Text() != "MCP error: MCP server not connected: a" {
 		t.Fatalf("call after disconnect: %+v %v", r, err)
 	}
 	if err := e.m.WaitForConnection(ctx, "a"); !errors.Is(err, ErrNotConnected) || err.Error() != "MCP server not connected: a" {

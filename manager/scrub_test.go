@@ -57,7 +57,7 @@ func TestServerSuppliedTextsScrubbed(t *testing.T) {
 		t.Fatalf("tools %v", toolNames(e.m.Tools()))
 	}
 	r, err := leak.Call(ctx, nil)
-	if err != nil || r.IsError || r.Text() != "called "+fixture.EchoEnvTool+"_"+literal {
+	if err != nil || r.Result.IsError || r.Text() != "called "+fixture.EchoEnvTool+"_"+literal {
 		t.Fatalf("call of %s: %+v %v", leak.Original, r, err)
 	}
 	if !json.Valid(leak.InputSchema) || !strings.Contains(string(leak.InputSchema), `"default":"`+events.Redacted+`"`) {

@@ -153,7 +153,7 @@ func logsOf(t *testing.T, j *journal.Journal) []*events.ServerLog {
 func callLog(t *testing.T, m *Manager, args logArgs) {
 	t.Helper()
 	r, err := tool(t, m, "mcp_chatty_log").Call(context.Background(), args)
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("log call: %+v %v", r, err)
 	}
 }

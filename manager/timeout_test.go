@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,11 @@ func TestToolTimeoutCancelsTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a timed out call is a result, not an error: %v", err)
 	}
-	if want := `MCP error: Tool call sleep of MCP server "slow" timed out after 300ms`; !r.IsError || r.Text() != want {
+	if want := `MCP error: Tool call sleep of MCP server "slow" timed out after 300ms`; !r.Result.IsError || r.Text() != want {
 		t.Fatalf("result %q, want %q", r.Text(), want)
+	}
+	if !errors.Is(r.Err, ErrTimeout) {
+		t.Errorf("Err %v, want one matching ErrTimeout", r.Err)
 	}
 	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Errorf("returned after %v, before the timeout", took)

@@ -269,11 +269,11 @@ func (s *Session) search(ctx context.Context, args json.RawMessage) (*manager.Ca
 	if err != nil {
 		return nil, fmt.Errorf("session: search result: %w", err)
 	}
-	return &manager.CallResult{Content: []manager.Content{{Type: manager.ContentText, Text: string(text)}}, StructuredContent: text}, nil
+	return textResult(string(text), text), nil
 }
 
 func toolError(msg string) *manager.CallResult {
-	return &manager.CallResult{Content: []manager.Content{{Type: manager.ContentText, Text: SearchToolName + ": " + msg}}, IsError: true}
+	return metaError(SearchToolName, msg)
 }
 
 // ErrUnknownTool is wrapped by [Session.LoadTools] for names the session's
