@@ -48,7 +48,7 @@ func testNeedsAuthThenLogin(t *testing.T, transport string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, &Options{OAuth: a, Logger: log})
+	e := newEnv(t, &Options{Auth: AuthOptions{OAuth: a}, Logger: log})
 	ctx := testCtx(t)
 	tracker := events.ServerConfig{Name: "tracker", Type: transport, URL: fx.URL}
 	if transport == events.TransportSSE {
@@ -140,7 +140,7 @@ func TestLoginFailureRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, &Options{OAuth: a})
+	e := newEnv(t, &Options{Auth: AuthOptions{OAuth: a}})
 	ctx := testCtx(t)
 	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{{Name: "tracker", Type: events.TransportHTTP, URL: fx.URL}}, nil); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestEchoedOAuthTokenScrubbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, &Options{OAuth: a, Logger: log})
+	e := newEnv(t, &Options{Auth: AuthOptions{OAuth: a}, Logger: log})
 	ctx := testCtx(t)
 	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{{Name: "echo", Type: events.TransportHTTP, URL: url}}, nil)
 	if err != nil || len(res.Errors) > 0 {

@@ -71,7 +71,7 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 	}
 	d, _ = m.shutdown(s, d, true)
 	if unresponsive {
-		d.Reason, d.Error = events.ReasonUnresponsive, "no answer to a health check within "+m.opts.HealthTimeout.String()
+		d.Reason, d.Error = events.ReasonUnresponsive, "no answer to a health check within "+m.opts.Health.Timeout.String()
 	} else if procExited {
 		d.Reason = events.ReasonProcessExited
 		var b strings.Builder

@@ -91,9 +91,8 @@ type Options struct {
 	// CaptureArguments records tool-call arguments, redacted, in
 	// ToolCallStarted. Off by default.
 	CaptureArguments bool
-	// ClientName and ClientVersion are sent in initialize (default
-	// "mcplife", "0.1.0").
-	ClientName, ClientVersion string
+	// Client is the client identity servers see.
+	Client ClientOptions
 	// RelistInterval is the shortest time between two re-lists of one
 	// server caused by notifications/tools/list_changed (default
 	// [DefaultRelistInterval]). Notifications that arrive sooner are
@@ -116,18 +115,10 @@ type Options struct {
 	// server stays connected with the tools it had. The first two bound
 	// each list of resources, resource templates and prompts too.
 	MaxListPages, MaxListTools, MaxSessionTools int
-	// HealthInterval is how often each connected server is pinged
-	// (default [DefaultHealthInterval]; negative: never). HealthTimeout
-	// bounds each ping (default [DefaultHealthTimeout]). A server that
-	// fails a ping is dropped (Disconnected, reason unresponsive) and
-	// reconnected.
-	HealthInterval, HealthTimeout time.Duration
-	// ClockCheck is how often the wall clock is compared with the
-	// monotonic clock (default [DefaultClockCheck]; negative: never); a
-	// wall clock that ran ahead by SleepThreshold or more (default
-	// [DefaultSleepThreshold]) means the host slept: HostResumed is
-	// recorded and every remote server is pinged at once.
-	ClockCheck, SleepThreshold time.Duration
+	// Health says how connected servers are checked.
+	Health HealthOptions
+	// Sleep says how a host that slept (a laptop lid closed) is noticed.
+	Sleep SleepOptions
 	// Elicit answers servers' requests for user input (elicitation); nil
 	// means the elicitation capability is not advertised.
 	// DeclineElicitation and AcceptElicitationDefaults are ready-made.
@@ -140,16 +131,8 @@ type Options struct {
 	// subscribed to, at most one per [ResourceUpdateInterval] (changes in
 	// between are coalesced into one at its end). It must not block.
 	OnResourceUpdated func(server, uri string)
-	// OAuth authorizes remote servers that require OAuth (tokens, refresh,
-	// client credentials); nil means one on the default token store
-	// ($XDG_CONFIG_HOME/mcplife/oauth.json). Connecting never opens a
-	// browser: a server that needs a login gets status needs-auth until
-	// [Manager.Login].
-	OAuth *oauth.Authorizer
-	// InteractiveAuth lets a call that meets 403 insufficient_scope run
-	// the browser login for the extra scopes (a step-up) instead of
-	// failing with the login command. Off by default.
-	InteractiveAuth bool
+	// Auth says how remote servers that require OAuth are authorized.
+	Auth AuthOptions
 	// Reconnect says how a server that dropped comes back (the zero value
 	// is the default policy; see [ReconnectPolicy]).
 	Reconnect ReconnectPolicy
@@ -182,6 +165,54 @@ type Options struct {
 	// the goroutine of the ConnectServers (or Reload) call that started
 	// the round, so it must not block and must not call the manager.
 	OnGate func(GateOutcome)
+}
+
+// ClientOptions are the client identity sent in initialize (and in OAuth
+// client registration).
+type ClientOptions struct {
+	// Name is the client's name. Default: "mcplife".
+	Name string
+	// Version is the client's version. Default: "0.1.0".
+	Version string
+}
+
+// HealthOptions say how connected servers are checked. A server that
+// fails a ping (no answer within Timeout, or a transport error; a server
+// that does not know ping passes) is dropped (Disconnected, reason
+// unresponsive) and reconnected.
+type HealthOptions struct {
+	// Interval is how often each connected server is pinged. Default:
+	// 30s; negative: never.
+	Interval time.Duration
+	// Timeout bounds each ping. Default (also for a negative value): 10s.
+	Timeout time.Duration
+}
+
+// SleepOptions say how a host that slept is noticed: a wall clock that
+// ran ahead of the monotonic clock by Threshold or more between two
+// checks means the host slept, so HostResumed is recorded and every
+// remote server is pinged at once.
+type SleepOptions struct {
+	// ClockCheck is how often the two clocks are compared. Default: 5s;
+	// negative: never.
+	ClockCheck time.Duration
+	// Threshold is how far the wall clock must run ahead to count as a
+	// sleep. Default (also for a negative value): 10s.
+	Threshold time.Duration
+}
+
+// AuthOptions say how remote servers that require OAuth are authorized.
+type AuthOptions struct {
+	// OAuth authorizes them (tokens, refresh, client credentials).
+	// Default (nil): an authorizer on the default token store
+	// ($XDG_CONFIG_HOME/mcplife/oauth.json). Connecting never opens a
+	// browser: a server that needs a login gets status needs-auth until
+	// [Manager.Login].
+	OAuth *oauth.Authorizer
+	// Interactive lets a call that meets 403 insufficient_scope run the
+	// browser login for the extra scopes (a step-up) instead of failing
+	// with the login command. Default: false.
+	Interactive bool
 }
 
 // ConnectResult is what [Manager.ConnectServers] returns at the gate.
@@ -318,19 +349,19 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		o.Gate = DefaultGate
 	}
 	switch {
-	case o.HealthInterval == 0:
-		o.HealthInterval = DefaultHealthInterval
-	case o.HealthInterval < 0:
-		o.HealthInterval = 0
+	case o.Health.Interval == 0:
+		o.Health.Interval = DefaultHealthInterval
+	case o.Health.Interval < 0:
+		o.Health.Interval = 0
 	}
-	if o.HealthTimeout <= 0 {
-		o.HealthTimeout = DefaultHealthTimeout
+	if o.Health.Timeout <= 0 {
+		o.Health.Timeout = DefaultHealthTimeout
 	}
-	if o.ClockCheck == 0 {
-		o.ClockCheck = DefaultClockCheck
+	if o.Sleep.ClockCheck == 0 {
+		o.Sleep.ClockCheck = DefaultClockCheck
 	}
-	if o.SleepThreshold <= 0 {
-		o.SleepThreshold = DefaultSleepThreshold
+	if o.Sleep.Threshold <= 0 {
+		o.Sleep.Threshold = DefaultSleepThreshold
 	}
 	if o.RelistInterval <= 0 {
 		o.RelistInterval = DefaultRelistInterval
@@ -365,11 +396,11 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	if o.OutputDir == "" {
 		o.OutputDir = defaultOutputDir()
 	}
-	if o.ClientName == "" {
-		o.ClientName = "mcplife"
+	if o.Client.Name == "" {
+		o.Client.Name = "mcplife"
 	}
-	if o.ClientVersion == "" {
-		o.ClientVersion = "0.1.0"
+	if o.Client.Version == "" {
+		o.Client.Version = "0.1.0"
 	}
 	m := &Manager{
 		j:          j,
@@ -403,7 +434,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	if err := m.attachView(ctx); err != nil {
 		return nil, err
 	}
-	if o.ClockCheck > 0 {
+	if o.Sleep.ClockCheck > 0 {
 		m.wg.Go(m.clockWatch)
 	}
 	return m, nil

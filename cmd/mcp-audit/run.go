@@ -236,7 +236,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 	s, err := session.Start(ctx, j, &session.Options{
 		ID: id, Loader: lopts, ToolBudget: o.budget,
-		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login, Logger: logger, Roots: roots},
+		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, Auth: manager.AuthOptions{OAuth: authz, Interactive: o.login}, Logger: logger, Roots: roots},
 		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {
