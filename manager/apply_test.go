@@ -277,7 +277,7 @@ func TestApplyConfigsSourceMoved(t *testing.T) {
 
 // A change that could not be applied is recorded with its error, redacted,
 // and every server keeps running.
-func TestConfigChangeFailed(t *testing.T) {
+func TestRecordConfigError(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
 	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "fx", "only=pid")}, nil); err != nil {
@@ -285,7 +285,7 @@ func TestConfigChangeFailed(t *testing.T) {
 	}
 	pid := pidOf(t, e.m, "fx")
 	err := errors.New("/p/.mcp.json:3:1: invalid character '}' near https://x.test/?api_key=s3cret")
-	if err := e.m.ConfigChangeFailed([]string{"/p/.mcp.json"}, err); err != nil {
+	if err := e.m.RecordConfigError([]string{"/p/.mcp.json"}, err); err != nil {
 		t.Fatal(err)
 	}
 	cc := ofType[*events.ConfigChanged](e, e.session)
@@ -303,7 +303,7 @@ func TestConfigChangeFailed(t *testing.T) {
 	}
 }
 
-// ApplyConfigs and ConfigChangeFailed refuse a closed manager.
+// ApplyConfigs and RecordConfigError refuse a closed manager.
 func TestApplyConfigsClosed(t *testing.T) {
 	e := newEnv(t, nil)
 	if err := e.m.Close(testCtx(t)); err != nil {
@@ -312,8 +312,8 @@ func TestApplyConfigsClosed(t *testing.T) {
 	if _, err := e.m.ApplyConfigs(testCtx(t), nil, nil, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("ApplyConfigs: %v", err)
 	}
-	if err := e.m.ConfigChangeFailed(nil, errors.New("x")); !errors.Is(err, ErrClosed) {
-		t.Errorf("ConfigChangeFailed: %v", err)
+	if err := e.m.RecordConfigError(nil, errors.New("x")); !errors.Is(err, ErrClosed) {
+		t.Errorf("RecordConfigError: %v", err)
 	}
 }
 

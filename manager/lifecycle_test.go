@@ -289,7 +289,7 @@ func TestRecordedDiscoveryIsNotRepeated(t *testing.T) {
 	ctx := testCtx(t)
 	cfg := stdio(t, "a", "only=echo")
 	src := events.SourceMeta{Provider: "mcp-json", Path: "/p/mcp.json", Level: events.LevelProject}
-	err := e.m.Record(ctx,
+	err := e.m.RecordDiscovery(ctx,
 		&events.ServerDiscovered{Server: "a", Source: src, Transport: events.TransportStdio, ConfigHash: cfg.Hash(), Config: cfg.Redact()},
 		&events.ServerSkipped{Server: "b", Reason: events.SkipDisabled, Source: src},
 	)
@@ -341,4 +341,35 @@ func TestReconnectFromAnotherSourceRecordsIt(t *testing.T) {
 		t.Fatalf("ServerDiscovered sources %+v", recorded)
 	}
 	checkReplay(t, e)
+}
+
+// TestRecordEntryPointsTakeTheirKindsOnly: discovery outcomes and session
+// events are recorded through their own entry points, which refuse any
+// other event and then record nothing.
+func TestRecordEntryPointsTakeTheirKindsOnly(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	if err := e.m.RecordDiscovery(ctx,
+		&events.DiscoveryFailed{Path: "/p/.mcp.json", Error: "bad"},
+		&events.ServerConnected{Server: "a"},
+	); err == nil || !strings.Contains(err.Error(), "ServerConnected is not a discovery outcome") {
+		t.Errorf("RecordDiscovery of a ServerConnected: %v", err)
+	}
+	if err := e.m.RecordSession(ctx, &events.Disconnected{Server: "a"}); err == nil || !strings.Contains(err.Error(), "Disconnected is not a session event") {
+		t.Errorf("RecordSession of a Disconnected: %v", err)
+	}
+	if evs := e.events("s1"); len(evs) != 0 {
+		t.Fatalf("refused events recorded: %d events", len(evs))
+	}
+	if err := e.m.RecordSession(ctx, &events.SessionStarted{Cwd: "/p"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.RecordDiscovery(ctx, &events.DiscoveryFailed{Path: "/p/.mcp.json", Error: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, env := range e.events("s1") {
+		types = append(types, env.Type)
+	}
+	equal(t, "events", types, []string{events.TypeSessionStarted, events.TypeDiscoveryFailed})
 }

@@ -328,7 +328,7 @@ func (s *Session) activate(ctx context.Context, names []string, by events.Activa
 	if len(load) == 0 {
 		return nil, nil
 	}
-	if err := s.mgr.Record(ctx, &events.ToolsActivated{Tools: load, By: by}); err != nil {
+	if err := s.mgr.RecordSession(ctx, &events.ToolsActivated{Tools: load, By: by}); err != nil {
 		return nil, fmt.Errorf("session: load tools: %w", err)
 	}
 	s.refreshFamily()

@@ -345,7 +345,7 @@ func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, 
 	if len(mo.Roots) > 0 {
 		started.Options[RootsOption] = recordedRoots(mo.Roots, mo.Cwd)
 	}
-	if err := m.Record(ctx, started); err != nil {
+	if err := m.RecordSession(ctx, started); err != nil {
 		m.Close(context.WithoutCancel(ctx))
 		return fmt.Errorf("session: %w", err)
 	}
@@ -702,7 +702,7 @@ func (s *Session) closeOwned(ctx context.Context) error {
 		rctx, cancel = context.WithDeadline(rctx, dl)
 	}
 	defer cancel()
-	if rerr := s.mgr.Record(rctx, &events.SessionClosed{Reason: "closed"}); rerr != nil {
+	if rerr := s.mgr.RecordSession(rctx, &events.SessionClosed{Reason: "closed"}); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	if s.closeJournal != nil {
