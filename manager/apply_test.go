@@ -173,7 +173,7 @@ func TestApplyConfigsEdit(t *testing.T) {
 	if len(ids) != 3 || ids[0] == "" || ids[1] != ids[0] || ids[2] != ids[0] {
 		t.Errorf("correlation ids %q, want one shared", ids)
 	}
-	if got := e.m.Sources(); len(got) != 0 {
+	if got := e.m.sourceMetas(); len(got) != 0 {
 		t.Errorf("sources %v", got)
 	}
 }
@@ -260,7 +260,7 @@ func TestApplyConfigsSourceMoved(t *testing.T) {
 	if len(cc) != 1 || len(cc[0].Added)+len(cc[0].Changed)+len(cc[0].Removed) != 0 {
 		t.Fatalf("ConfigChanged %+v", cc)
 	}
-	if got := e.m.Sources()["fx"]; got != user {
+	if got := e.m.sourceMetas()["fx"]; got != user {
 		t.Errorf("source %+v, want %+v", got, user)
 	}
 	if got := e.m.View().Tools()[0].Server; got != "fx" {

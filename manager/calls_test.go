@@ -340,7 +340,7 @@ func TestHTTPAndSSEWithHeaders(t *testing.T) {
 
 func TestSecretsNeverStored(t *testing.T) {
 	const secret = "s3cr3t-value-5f2a9"
-	resolver := ResolverFunc(func(_ context.Context, v string) (string, error) {
+	resolver := resolverFunc(func(_ context.Context, v string) (string, error) {
 		if v == "SECRET_REF" {
 			return secret, nil
 		}
@@ -400,7 +400,7 @@ func TestPaginationFiltersAndInstructions(t *testing.T) {
 		"mcp_filtered_echo",
 		"mcp_paged_tool_1", "mcp_paged_tool_2", "mcp_paged_tool_3", "mcp_paged_tool_4", "mcp_paged_tool_5", "mcp_paged_tool_6", "mcp_paged_tool_7",
 	})
-	if got := len([]rune(e.m.Instructions("paged"))); got != MaxInstructions {
+	if got := len([]rune(e.m.Instructions("paged"))); got != maxInstructions {
 		t.Fatalf("instructions: %d characters", got)
 	}
 	listed := ofType[*events.ToolsListed](e, "s1")

@@ -197,9 +197,9 @@ func sortedConfigs(configs []events.ServerConfig) []events.ServerConfig {
 func timeoutOf(cfg events.ServerConfig) time.Duration {
 	if cfg.TimeoutMs == nil {
 		if cfg.Transport() == events.TransportStdio && packageRunner(cfg.Command) {
-			return DefaultPackageRunnerTimeout
+			return defaultPackageRunnerTimeout
 		}
-		return DefaultTimeout
+		return defaultTimeout
 	}
 	if *cfg.TimeoutMs <= 0 {
 		return 0

@@ -16,17 +16,17 @@ import (
 
 // Health defaults.
 const (
-	// DefaultHealthInterval is how often a connected server is pinged.
-	DefaultHealthInterval = 30 * time.Second
-	// DefaultHealthTimeout is how long a ping may take before the server
+	// defaultHealthInterval is how often a connected server is pinged.
+	defaultHealthInterval = 30 * time.Second
+	// defaultHealthTimeout is how long a ping may take before the server
 	// counts as unresponsive.
-	DefaultHealthTimeout = 10 * time.Second
-	// DefaultClockCheck is how often the manager compares the wall clock
+	defaultHealthTimeout = 10 * time.Second
+	// defaultClockCheck is how often the manager compares the wall clock
 	// with the monotonic clock to notice that the host slept.
-	DefaultClockCheck = 5 * time.Second
-	// DefaultSleepThreshold is how far the wall clock must run ahead of
+	defaultClockCheck = 5 * time.Second
+	// defaultSleepThreshold is how far the wall clock must run ahead of
 	// the monotonic clock between two checks to count as a sleep.
-	DefaultSleepThreshold = 10 * time.Second
+	defaultSleepThreshold = 10 * time.Second
 )
 
 // checkHealth pings a connected server (see serve for when). A server

@@ -279,3 +279,10 @@ func textOf(c mcp.Content) string {
 	}
 	return ""
 }
+
+// resolverFunc adapts a function to [Resolver].
+type resolverFunc func(ctx context.Context, value string) (string, error)
+
+func (f resolverFunc) Resolve(ctx context.Context, value string) (string, error) {
+	return f(ctx, value)
+}

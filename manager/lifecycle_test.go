@@ -52,7 +52,7 @@ func TestConnectFastServers(t *testing.T) {
 	if srv, orig, ok := e.m.Resolve("mcp_beta_add"); !ok || srv != "beta" || orig != "add" {
 		t.Fatalf("resolve: %s %s %v", srv, orig, ok)
 	}
-	if got := e.m.Sources(); got["alpha"] != src || len(got) != 1 {
+	if got := e.m.sourceMetas(); got["alpha"] != src || len(got) != 1 {
 		t.Fatalf("sources %v", got)
 	}
 	// The gate event follows every ConnectStarted of the round.
@@ -235,10 +235,10 @@ func TestDeferredToolWithoutConnectionFails(t *testing.T) {
 	if err != nil || !r.Result.IsError || r.Text() != "MCP error: MCP server not connected: a" {
 		t.Fatalf("call after disconnect: %+v %v", r, err)
 	}
-	if err := e.m.WaitForConnection(ctx, "a"); !errors.Is(err, ErrNotConnected) || err.Error() != "MCP server not connected: a" {
-		t.Fatalf("WaitForConnection: %v", err)
+	if err := e.m.waitForConnection(ctx, "a"); !errors.Is(err, ErrNotConnected) || err.Error() != "MCP server not connected: a" {
+		t.Fatalf("waitForConnection: %v", err)
 	}
-	if len(e.m.Tools()) != 0 || e.m.Status("a") != projector.StatusDisconnected || len(e.m.Sources()) != 0 {
+	if len(e.m.Tools()) != 0 || e.m.Status("a") != projector.StatusDisconnected || len(e.m.sourceMetas()) != 0 {
 		t.Fatalf("after disconnect: %v %s", toolNames(e.m.Tools()), e.m.Status("a"))
 	}
 	equal(t, "events", e.serverTypes("s1", "a"), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected", "ToolsListed/initial", "Disconnected/requested"})
@@ -275,7 +275,7 @@ func TestIncrementalConnectKeepsOtherToolsAndNeverSpawnsTwice(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := e.m.WaitForConnection(ctx, "b"); err != nil {
+	if err := e.m.waitForConnection(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "tools", toolNames(e.m.Tools()), []string{"mcp_a_echo", "mcp_b_add"})
@@ -330,7 +330,7 @@ func TestReconnectFromAnotherSourceRecordsIt(t *testing.T) {
 	if got := tool(t, e.m, "mcp_a_echo").Path(); got != "mcp:a via Project" {
 		t.Fatalf("path after the reconnect %q", got)
 	}
-	if got, want := e.m.Sources()["a"], project; got != want {
+	if got, want := e.m.sourceMetas()["a"], project; got != want {
 		t.Fatalf("sources %+v", got)
 	}
 	var recorded []events.SourceMeta

@@ -48,7 +48,7 @@ func TestEndlessPagesFailTheListAtOnce(t *testing.T) {
 		name  string
 		pages int // Options.MaxListPages
 		want  int
-	}{{"default", 0, DefaultMaxListPages}, {"configured", 20, 20}} {
+	}{{"default", 0, defaultMaxListPages}, {"configured", 20, 20}} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, &Options{MaxListPages: c.pages})
 			ctx := testCtx(t)

@@ -26,19 +26,19 @@ const (
 	// DefaultGate is how long ConnectServers waits for every server to
 	// connect and list its tools before it returns with whatever is ready.
 	DefaultGate = 250 * time.Millisecond
-	// DefaultRelistInterval is the shortest time between two re-lists of
+	// defaultRelistInterval is the shortest time between two re-lists of
 	// one server caused by notifications/tools/list_changed.
-	DefaultRelistInterval = time.Second
-	// DefaultTimeout bounds connect + initialize, and separately each
+	defaultRelistInterval = time.Second
+	// defaultTimeout bounds connect + initialize, and separately each
 	// tools/list, of a server whose config sets no timeout.
-	DefaultTimeout = 30 * time.Second
-	// DefaultPackageRunnerTimeout replaces DefaultTimeout for servers
+	defaultTimeout = 30 * time.Second
+	// defaultPackageRunnerTimeout replaces defaultTimeout for servers
 	// started through a package runner (npx, uvx, bunx, pipx), whose
 	// first start downloads the package.
-	DefaultPackageRunnerTimeout = 60 * time.Second
-	// DefaultToolTimeout bounds each tool call of a server whose config
+	defaultPackageRunnerTimeout = 60 * time.Second
+	// defaultToolTimeout bounds each tool call of a server whose config
 	// sets no toolTimeoutMs.
-	DefaultToolTimeout = 60 * time.Second
+	defaultToolTimeout = 60 * time.Second
 	// DefaultProtocolVersion is the MCP protocol version offered to
 	// servers. It is 2025-11-25 rather than the go-sdk's newest
 	// (2026-07-28): under the newest every request carries the SEP-2575
@@ -48,9 +48,9 @@ const (
 	// keep-alive does not run under it. A config's ProtocolVersion pins
 	// another version per server.
 	DefaultProtocolVersion = "2025-11-25"
-	// MaxInstructions is the length, in characters, at which a server's
+	// maxInstructions is the length, in characters, at which a server's
 	// instructions are cut when exposed.
-	MaxInstructions = 4000
+	maxInstructions = 4000
 )
 
 // Options configure a [Manager]. Nil or zero fields mean defaults.
@@ -76,8 +76,8 @@ type Options struct {
 	// the reference gate: a server that connects within Gate is awaited
 	// live even when its list is cached.
 	EagerCache bool
-	// Resolver substitutes env and header values at every connect
-	// (default [PassThrough]).
+	// Resolver substitutes env and header values at every connect.
+	// Default: none (values are used as the config has them).
 	Resolver Resolver
 	// Logger receives late failures and best-effort problems (default:
 	// discard).
@@ -95,21 +95,20 @@ type Options struct {
 	Client ClientOptions
 	// RelistInterval is the shortest time between two re-lists of one
 	// server caused by notifications/tools/list_changed (default
-	// [DefaultRelistInterval]). Notifications that arrive sooner are
+	// 1s). Notifications that arrive sooner are
 	// coalesced into the next re-list, so a server that sends them in a
 	// loop costs one tools/list per interval.
 	RelistInterval time.Duration
 	// MaxMessageSize is the longest message a stdio server may send, in
-	// bytes: one line of its stdout (default [DefaultMaxMessageSize],
-	// 16 MiB). A longer line is discarded as it is read; when it answers
+	// bytes: one line of its stdout (default 16 MiB). A longer line is discarded as it is read; when it answers
 	// a call, that call fails with an error naming the limit and the
 	// server stays connected.
 	MaxMessageSize int
 	// MaxListPages, MaxListTools and MaxSessionTools bound what tool
 	// lists may hold, whatever the timeout: the pages of one list
-	// (default [DefaultMaxListPages]), the tools of one server's list
-	// (default [DefaultMaxListTools]) and the tools of every server's
-	// latest list together (default [DefaultMaxSessionTools]). A list over
+	// (default 1000), the tools of one server's list
+	// (default 10000) and the tools of every server's
+	// latest list together (default 50000). A list over
 	// a bound is not taken: it fails with an error naming the server and
 	// the bound ([ErrListTooLong]), recorded as ToolsListFailed, and the
 	// server stays connected with the tools it had. The first two bound
@@ -128,7 +127,7 @@ type Options struct {
 	Sample SampleFunc
 	// OnResourceUpdated, when set, is called for each ResourceUpdated
 	// recorded: the changes a server reports of a resource the session
-	// subscribed to, at most one per [ResourceUpdateInterval] (changes in
+	// subscribed to, at most one per second (changes in
 	// between are coalesced into one at its end). It must not block.
 	OnResourceUpdated func(server, uri string)
 	// Auth says how remote servers that require OAuth are authorized.
@@ -138,11 +137,12 @@ type Options struct {
 	Reconnect ReconnectPolicy
 	// ServerLogLevel is the lowest level of the log messages servers are
 	// asked for and that are recorded as ServerLog (default info;
-	// [ServerLogsOff]: none). See [MaxServerLogText] and [ServerLogRate]
-	// for the bounds on what is recorded.
+	// [ServerLogsOff]: none). What is recorded is bounded: 4 KiB of text
+	// per message, 20 messages a second per connection (the rest are
+	// counted in one ServerLog with Dropped set).
 	ServerLogLevel events.LogLevel
 	// OutputDir holds the whole results that a server's output budget
-	// (its config's MaxOutputBytes, default [DefaultMaxOutputBytes]) cut,
+	// (its config's MaxOutputBytes, default 256 KiB) cut,
 	// one 0600 file each, named in the cut result's marker. Default:
 	// $XDG_STATE_HOME/mcplife/outputs, else ~/.local/state/mcplife/outputs.
 	// The manager never deletes them.
@@ -257,7 +257,7 @@ type Manager struct {
 	// sched is the test seam at the scheduling points; nil outside tests
 	// (see yield, which lists the points).
 	sched func(point, server string)
-	// requestRate is [ServerRequestRate]; tests of the in-flight bound
+	// requestRate is serverRequestRate; tests of the in-flight bound
 	// raise it so that only that bound applies.
 	requestRate int
 
@@ -334,37 +334,37 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		return nil, err
 	}
 	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = DefaultMaxMessageSize
+		o.MaxMessageSize = defaultMaxMessageSize
 	}
 	if o.MaxListPages == 0 {
-		o.MaxListPages = DefaultMaxListPages
+		o.MaxListPages = defaultMaxListPages
 	}
 	if o.MaxListTools == 0 {
-		o.MaxListTools = DefaultMaxListTools
+		o.MaxListTools = defaultMaxListTools
 	}
 	if o.MaxSessionTools == 0 {
-		o.MaxSessionTools = DefaultMaxSessionTools
+		o.MaxSessionTools = defaultMaxSessionTools
 	}
 	if o.Gate == 0 {
 		o.Gate = DefaultGate
 	}
 	switch {
 	case o.Health.Interval == 0:
-		o.Health.Interval = DefaultHealthInterval
+		o.Health.Interval = defaultHealthInterval
 	case o.Health.Interval < 0:
 		o.Health.Interval = 0
 	}
 	if o.Health.Timeout <= 0 {
-		o.Health.Timeout = DefaultHealthTimeout
+		o.Health.Timeout = defaultHealthTimeout
 	}
 	if o.Sleep.ClockCheck == 0 {
-		o.Sleep.ClockCheck = DefaultClockCheck
+		o.Sleep.ClockCheck = defaultClockCheck
 	}
 	if o.Sleep.Threshold <= 0 {
-		o.Sleep.Threshold = DefaultSleepThreshold
+		o.Sleep.Threshold = defaultSleepThreshold
 	}
 	if o.RelistInterval <= 0 {
-		o.RelistInterval = DefaultRelistInterval
+		o.RelistInterval = defaultRelistInterval
 	}
 	if o.Cwd == "" {
 		wd, err := os.Getwd()
@@ -382,7 +382,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	o.Roots = roots
 	if o.Resolver == nil {
-		o.Resolver = PassThrough{}
+		o.Resolver = noResolver{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -419,7 +419,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		listSizes:  map[string]int{},
 		reconnect:  o.Reconnect.withDefaults(),
 	}
-	m.requestRate = ServerRequestRate
+	m.requestRate = serverRequestRate
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.out = newOutbox()
 	go m.pump()
@@ -582,15 +582,15 @@ func (m *Manager) Resolve(toolName string) (server, original string, ok bool) {
 }
 
 // Instructions returns the named server's initialize instructions, cut to
-// [MaxInstructions] characters.
+// 4000 characters.
 func (m *Manager) Instructions(name string) string {
 	m.viewMu.Lock()
 	st, _ := m.view.Server(name)
 	m.viewMu.Unlock()
 	s := st.Instructions
-	if n := 0; len(s) > MaxInstructions {
+	if n := 0; len(s) > maxInstructions {
 		for i := range s {
-			if n == MaxInstructions {
+			if n == maxInstructions {
 				return s[:i]
 			}
 			n++
@@ -599,9 +599,9 @@ func (m *Manager) Instructions(name string) string {
 	return s
 }
 
-// Sources returns the source metadata of every server passed to
+// sourceMetas returns the source metadata of every server passed to
 // ConnectServers and not disconnected since.
-func (m *Manager) Sources() map[string]events.SourceMeta {
+func (m *Manager) sourceMetas() map[string]events.SourceMeta {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.sources)
@@ -620,11 +620,11 @@ func (m *Manager) Tools() []*Tool {
 	return out
 }
 
-// WaitForConnection returns nil once the named server is connected. While a
+// waitForConnection returns nil once the named server is connected. While a
 // connect is in flight it waits for it (bounded by ctx and by the connect's
 // own timeout) and returns its error; with nothing in flight it returns an
 // error wrapping [ErrNotConnected] ("MCP server not connected: <name>").
-func (m *Manager) WaitForConnection(ctx context.Context, name string) error {
+func (m *Manager) waitForConnection(ctx context.Context, name string) error {
 	m.mu.Lock()
 	s := m.servers[name]
 	if s == nil || s.ending() {

@@ -22,14 +22,14 @@ import (
 // more text item, the marker, that names the file holding the whole
 // result.
 
-// DefaultMaxOutputBytes is the output budget of a server whose config sets
+// defaultMaxOutputBytes is the output budget of a server whose config sets
 // no maxOutputBytes: 256 KiB of text per call result.
-const DefaultMaxOutputBytes = 256 << 10
+const defaultMaxOutputBytes = 256 << 10
 
 // maxOutputOf returns the output budget of cfg; 0 means none.
 func maxOutputOf(cfg events.ServerConfig) int64 {
 	if cfg.MaxOutputBytes == nil {
-		return DefaultMaxOutputBytes
+		return defaultMaxOutputBytes
 	}
 	return max(*cfg.MaxOutputBytes, 0)
 }

@@ -33,8 +33,8 @@ func TestOutputBudget(t *testing.T) {
 		bytes  int    // the result's text
 		cut    int64  // the budget that applies; 0: not cut
 	}{
-		{"default over", nil, 300_000, DefaultMaxOutputBytes},
-		{"default under", nil, DefaultMaxOutputBytes, 0},
+		{"default over", nil, 300_000, defaultMaxOutputBytes},
+		{"default under", nil, defaultMaxOutputBytes, 0},
 		{"configured over", new(int64(4096)), 4097, 4096},
 		{"configured under", new(int64(4096)), 1000, 0},
 		{"no limit", new(int64(0)), 300_000, 0},

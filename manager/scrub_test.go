@@ -23,7 +23,7 @@ func TestServerSuppliedTextsScrubbed(t *testing.T) {
 		inherited = "ghp_INHERITEDsecret1111"
 	)
 	t.Setenv("GITHUB_TOKEN", inherited)
-	resolver := ResolverFunc(func(_ context.Context, v string) (string, error) {
+	resolver := resolverFunc(func(_ context.Context, v string) (string, error) {
 		if c, ok := strings.CutPrefix(v, "!echo "); ok {
 			return c, nil
 		}

@@ -76,7 +76,7 @@ func (t *Tool) Path() string {
 // value that marshals to a JSON object, or nil for none) and returns the
 // full result, every content kind as the server sent it. Only a result
 // whose text is over the server's output budget (config MaxOutputBytes,
-// default [DefaultMaxOutputBytes]) is changed: its text is cut, a marker
+// default 256 KiB) is changed: its text is cut, a marker
 // item names the file holding the whole result, and Truncated is set.
 //
 // Transport and protocol errors, a server that is not connected, a
@@ -196,7 +196,7 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 // toolTimeoutOf returns the tool-call timeout of cfg; 0 means none.
 func toolTimeoutOf(cfg events.ServerConfig) time.Duration {
 	if cfg.ToolTimeoutMs == nil {
-		return DefaultToolTimeout
+		return defaultToolTimeout
 	}
 	if *cfg.ToolTimeoutMs <= 0 {
 		return 0
