@@ -361,7 +361,7 @@ func BenchmarkCall(b *testing.B) {
 		}
 		calls[sd.name] = func() error {
 			r, err := echo.Call(ctx, args)
-			if err == nil && r.IsError {
+			if err == nil && r.Result.IsError {
 				err = fmt.Errorf("%s", r.Text())
 			}
 			return err

@@ -34,7 +34,7 @@ func BenchmarkReconnect(b *testing.B) {
 		for _, tl := range m.Tools() {
 			if tl.Original == "echo" {
 				r, err := tl.Call(ctx, map[string]any{"text": "x"})
-				return err == nil && !r.IsError
+				return err == nil && !r.Result.IsError
 			}
 		}
 		return false

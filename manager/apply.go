@@ -86,12 +86,12 @@ func (m *Manager) ApplyConfigs(ctx context.Context, paths []string, configs []ev
 	return m.ConnectServers(ctx, d.start, sources)
 }
 
-// ConfigChangeFailed records that a change of the config files at paths
+// RecordConfigError records that a change of the config files at paths
 // could not be applied: ConfigChanged {paths, error}, with err's text
 // redacted. Every server stays as it is. It runs one at a time with
 // [Manager.ApplyConfigs] and [Manager.Reload], and returns the error of
 // recording, or [ErrClosed] when the manager is closed.
-func (m *Manager) ConfigChangeFailed(paths []string, err error) error {
+func (m *Manager) RecordConfigError(paths []string, err error) error {
 	m.reloadMu.Lock()
 	defer m.reloadMu.Unlock()
 	m.mu.Lock()

@@ -24,8 +24,8 @@ func pidOf(t *testing.T, m *Manager, server string) int {
 		t.Fatal(err)
 	}
 	var info fixture.ProcessInfo
-	if err := json.Unmarshal(r.StructuredContent, &info); err != nil {
-		t.Fatalf("pid result %s: %v", r.StructuredContent, err)
+	if err := json.Unmarshal(structuredJSON(r), &info); err != nil {
+		t.Fatalf("pid result %s: %v", structuredJSON(r), err)
 	}
 	return info.PID
 }
@@ -173,7 +173,7 @@ func TestApplyConfigsEdit(t *testing.T) {
 	if len(ids) != 3 || ids[0] == "" || ids[1] != ids[0] || ids[2] != ids[0] {
 		t.Errorf("correlation ids %q, want one shared", ids)
 	}
-	if got := e.m.Sources(); len(got) != 0 {
+	if got := e.m.sourceMetas(); len(got) != 0 {
 		t.Errorf("sources %v", got)
 	}
 }
@@ -260,7 +260,7 @@ func TestApplyConfigsSourceMoved(t *testing.T) {
 	if len(cc) != 1 || len(cc[0].Added)+len(cc[0].Changed)+len(cc[0].Removed) != 0 {
 		t.Fatalf("ConfigChanged %+v", cc)
 	}
-	if got := e.m.Sources()["fx"]; got != user {
+	if got := e.m.sourceMetas()["fx"]; got != user {
 		t.Errorf("source %+v, want %+v", got, user)
 	}
 	if got := e.m.View().Tools()[0].Server; got != "fx" {
@@ -277,7 +277,7 @@ func TestApplyConfigsSourceMoved(t *testing.T) {
 
 // A change that could not be applied is recorded with its error, redacted,
 // and every server keeps running.
-func TestConfigChangeFailed(t *testing.T) {
+func TestRecordConfigError(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := testCtx(t)
 	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "fx", "only=pid")}, nil); err != nil {
@@ -285,7 +285,7 @@ func TestConfigChangeFailed(t *testing.T) {
 	}
 	pid := pidOf(t, e.m, "fx")
 	err := errors.New("/p/.mcp.json:3:1: invalid character '}' near https://x.test/?api_key=s3cret")
-	if err := e.m.ConfigChangeFailed([]string{"/p/.mcp.json"}, err); err != nil {
+	if err := e.m.RecordConfigError([]string{"/p/.mcp.json"}, err); err != nil {
 		t.Fatal(err)
 	}
 	cc := ofType[*events.ConfigChanged](e, e.session)
@@ -303,7 +303,7 @@ func TestConfigChangeFailed(t *testing.T) {
 	}
 }
 
-// ApplyConfigs and ConfigChangeFailed refuse a closed manager.
+// ApplyConfigs and RecordConfigError refuse a closed manager.
 func TestApplyConfigsClosed(t *testing.T) {
 	e := newEnv(t, nil)
 	if err := e.m.Close(testCtx(t)); err != nil {
@@ -312,8 +312,8 @@ func TestApplyConfigsClosed(t *testing.T) {
 	if _, err := e.m.ApplyConfigs(testCtx(t), nil, nil, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("ApplyConfigs: %v", err)
 	}
-	if err := e.m.ConfigChangeFailed(nil, errors.New("x")); !errors.Is(err, ErrClosed) {
-		t.Errorf("ConfigChangeFailed: %v", err)
+	if err := e.m.RecordConfigError(nil, errors.New("x")); !errors.Is(err, ErrClosed) {
+		t.Errorf("RecordConfigError: %v", err)
 	}
 }
 

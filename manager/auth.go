@@ -32,11 +32,11 @@ type authState struct {
 // one on the default token store (none when there is no home directory).
 func (m *Manager) setUpAuth() {
 	m.auth.waiting = map[string]events.ServerConfig{}
-	if m.opts.OAuth != nil {
-		m.auth.a = m.opts.OAuth
+	if m.opts.Auth.OAuth != nil {
+		m.auth.a = m.opts.Auth.OAuth
 		return
 	}
-	a, err := oauth.New(&oauth.Options{Log: m.log, ClientName: m.opts.ClientName, ClientVersion: m.opts.ClientVersion, ProtocolVersion: m.opts.ProtocolVersion})
+	a, err := oauth.New(&oauth.Options{Log: m.log, ClientName: m.opts.Client.Name, ClientVersion: m.opts.Client.Version, ProtocolVersion: m.opts.ProtocolVersion})
 	if err != nil {
 		m.log.Warn("OAuth unavailable: no token store", "err", err)
 		return
@@ -48,13 +48,13 @@ func (m *Manager) setUpAuth() {
 // resolved cfg: it sends the stored token, refreshes it and runs the
 // client-credentials grant; a 401 it cannot answer fails the connect
 // with an [*oauth.NeedsAuthError]. Step-ups open the browser only with
-// [Options.InteractiveAuth].
+// Options.Auth.Interactive.
 func (m *Manager) oauthHandler(s *server, cfg events.ServerConfig) auth.OAuthHandler {
 	if m.auth.a == nil || (cfg.Transport() != events.TransportHTTP && cfg.Transport() != events.TransportSSE) {
 		return nil
 	}
 	return m.auth.a.Handler(s.name, cfg, &oauth.HandlerOptions{
-		Interactive: m.opts.InteractiveAuth,
+		Interactive: m.opts.Auth.Interactive,
 		Authorized: func(r oauth.Result) {
 			m.emitDeferred("", &events.AuthCompleted{Server: s.name, Issuer: r.Issuer, Scopes: r.Scopes, ExpiresAt: r.ExpiresAt, Grant: r.Grant})
 		},

@@ -48,7 +48,7 @@ func testNeedsAuthThenLogin(t *testing.T, transport string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, &Options{OAuth: a, Logger: log})
+	e := newEnv(t, &Options{Auth: AuthOptions{OAuth: a}, Logger: log})
 	ctx := testCtx(t)
 	tracker := events.ServerConfig{Name: "tracker", Type: transport, URL: fx.URL}
 	if transport == events.TransportSSE {
@@ -91,23 +91,23 @@ func testNeedsAuthThenLogin(t *testing.T, transport string) {
 		t.Fatalf("AuthCompleted = %+v", done)
 	}
 	out, err := tool(t, e.m, "mcp_tracker_read").Call(ctx, map[string]any{})
-	if err != nil || out.IsError {
+	if err != nil || out.Result.IsError {
 		t.Fatalf("read: %+v, %v", out, err)
 	}
 	out, err = tool(t, e.m, "mcp_tracker_write").Call(ctx, map[string]any{})
-	if err == nil && !out.IsError {
+	if err == nil && !out.Result.IsError {
 		t.Fatal("write without the scope succeeded")
 	}
 	var text string
 	if err != nil {
 		text = err.Error()
 	} else {
-		text = out.Content[0].Text
+		text = textOf(out.Result.Content[0])
 	}
 	contains(t, "step-up error", text, "mcp-audit auth login tracker")
 	contains(t, "step-up error", text, "write")
 	// The refusal failed that call only: the connection serves the next.
-	if out, err := tool(t, e.m, "mcp_tracker_read").Call(ctx, map[string]any{}); err != nil || out.IsError {
+	if out, err := tool(t, e.m, "mcp_tracker_read").Call(ctx, map[string]any{}); err != nil || out.Result.IsError {
 		t.Fatalf("read after the refused write: %+v, %v", out, err)
 	}
 	equal(t, "tracker events", e.serverTypes(e.session, "tracker")[:5],
@@ -140,7 +140,7 @@ func TestLoginFailureRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, &Options{OAuth: a})
+	e := newEnv(t, &Options{Auth: AuthOptions{OAuth: a}})
 	ctx := testCtx(t)
 	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{{Name: "tracker", Type: events.TransportHTTP, URL: fx.URL}}, nil); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestEchoedOAuthTokenScrubbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, &Options{OAuth: a, Logger: log})
+	e := newEnv(t, &Options{Auth: AuthOptions{OAuth: a}, Logger: log})
 	ctx := testCtx(t)
 	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{{Name: "echo", Type: events.TransportHTTP, URL: url}}, nil)
 	if err != nil || len(res.Errors) > 0 {
@@ -194,7 +194,7 @@ func TestEchoedOAuthTokenScrubbed(t *testing.T) {
 		t.Fatalf("instructions %q: the server did not get the token, or it was kept", s)
 	}
 	out, err := tool(t, e.m, "mcp_echo_t").Call(ctx, map[string]any{})
-	if err != nil || !out.IsError {
+	if err != nil || !out.Result.IsError {
 		t.Fatalf("call: %+v, %v", out, err)
 	}
 	fin := ofType[*events.ToolCallFinished](e, e.session)

@@ -31,7 +31,7 @@ func TestOversizedResultFailsOnlyTheCall(t *testing.T) {
 				t.Fatal(res.Errors, err)
 			}
 			r, err := tool(t, e.m, "mcp_bulky_big_result").Call(ctx, map[string]any{"bytes": c.bytes})
-			if err != nil || !r.IsError {
+			if err != nil || !r.Result.IsError {
 				t.Fatalf("oversized call: %.200v %v", r, err)
 			}
 			for _, want := range []string{`MCP server "bulky" sent a result of `, "over the " + c.shown + " limit on one message (manager Options.MaxMessageSize)"} {
@@ -39,7 +39,7 @@ func TestOversizedResultFailsOnlyTheCall(t *testing.T) {
 			}
 			t.Logf("error: %s", r.Text())
 			r, err = tool(t, e.m, "mcp_bulky_echo").Call(ctx, map[string]any{"text": "still here"})
-			if err != nil || r.IsError || r.Text() != "still here" {
+			if err != nil || r.Result.IsError || r.Text() != "still here" {
 				t.Fatalf("next call: %+v %v", r, err)
 			}
 			if st := e.m.Status("bulky"); st != projector.StatusConnected {
@@ -136,12 +136,12 @@ func checkTooDeepFailsItsRequest(t *testing.T, server func(name string, behaviou
 			t.Fatal(res.Errors, err)
 		}
 		r, err := tool(t, e.m, "mcp_deepcall_deep_result").Call(ctx, nil)
-		if err != nil || !r.IsError {
+		if err != nil || !r.Result.IsError {
 			t.Fatalf("deep call: %.200v %v", r, err)
 		}
 		contains(t, "deep call", r.Text(), `MCP server "deepcall" sent a result `+reason)
 		r, err = tool(t, e.m, "mcp_deepcall_echo").Call(ctx, map[string]any{"text": "still here"})
-		if err != nil || r.IsError || r.Text() != "still here" {
+		if err != nil || r.Result.IsError || r.Text() != "still here" {
 			t.Fatalf("next call: %+v %v", r, err)
 		}
 		connected(t, e, "deepcall")

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
@@ -25,46 +28,63 @@ func TestCallResults(t *testing.T) {
 	}
 	// Text and structuredContent; raw JSON arguments.
 	r, err := tool(t, e.m, "mcp_fx_add").Call(ctx, json.RawMessage(`{"a":2,"b":3}`))
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("add: %+v %v", r, err)
 	}
 	var sum struct{ Sum float64 }
-	if err := json.Unmarshal(r.StructuredContent, &sum); err != nil || sum.Sum != 5 {
-		t.Fatalf("structured %s: %v", r.StructuredContent, err)
+	if err := json.Unmarshal(structuredJSON(r), &sum); err != nil || sum.Sum != 5 {
+		t.Fatalf("structured %s: %v", structuredJSON(r), err)
 	}
 	// Every content type, with data and MIME types kept.
 	r, err = tool(t, e.m, "mcp_fx_media").Call(ctx, nil)
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("media: %+v %v", r, err)
 	}
-	kinds := map[string]Content{}
-	for _, c := range r.Content {
-		if _, seen := kinds[c.Type]; !seen { // the first of each type
-			kinds[c.Type] = c
+	var (
+		image *mcp.ImageContent
+		audio *mcp.AudioContent
+		link  *mcp.ResourceLink
+		res   *mcp.EmbeddedResource
+	)
+	for _, c := range r.Result.Content { // the first of each kind
+		switch c := c.(type) {
+		case *mcp.ImageContent:
+			image = cmp.Or(image, c)
+		case *mcp.AudioContent:
+			audio = cmp.Or(audio, c)
+		case *mcp.ResourceLink:
+			link = cmp.Or(link, c)
+		case *mcp.EmbeddedResource:
+			res = cmp.Or(res, c)
 		}
 	}
-	if c := kinds[ContentImage]; c.MIMEType != "image/png" || len(c.Data) == 0 {
+	if c := image; c == nil || c.MIMEType != "image/png" || len(c.Data) == 0 {
 		t.Errorf("image %+v", c)
 	}
-	if c := kinds[ContentAudio]; c.MIMEType != "audio/wav" || len(c.Data) == 0 {
+	if c := audio; c == nil || c.MIMEType != "audio/wav" || len(c.Data) == 0 {
 		t.Errorf("audio %+v", c)
 	}
-	if c := kinds[ContentResourceLink]; c.URI != "file:///fixture/readme.txt" || c.Name != "readme.txt" || c.MIMEType != "text/plain" {
+	if c := link; c == nil || c.URI != "file:///fixture/readme.txt" || c.Name != "readme.txt" || c.MIMEType != "text/plain" {
 		t.Errorf("resource link %+v", c)
 	}
-	if c := kinds[ContentResource]; c.Resource == nil || c.Resource.Text != "embedded note" || c.Resource.URI != "file:///fixture/note.txt" {
+	if c := res; c == nil || c.Resource == nil || c.Resource.Text != "embedded note" || c.Resource.URI != "file:///fixture/note.txt" {
 		t.Errorf("embedded resource %+v", c)
+	}
+	// A client-side failure carries its typed error.
+	if err != nil || r.Err != nil {
+		t.Errorf("media: Err %v, want nil", r.Err)
 	}
 	// A tool's own error stays the server's result.
 	r, err = tool(t, e.m, "mcp_fx_fail").Call(ctx, map[string]any{"message": "nope"})
-	if err != nil || !r.IsError || strings.HasPrefix(r.Text(), ErrorPrefix) || !strings.Contains(r.Text(), "nope") {
+	if err != nil || !r.Result.IsError || strings.HasPrefix(r.Text(), ErrorPrefix) || !strings.Contains(r.Text(), "nope") {
 		t.Fatalf("fail: %+v %v", r, err)
 	}
 	// A protocol error becomes an MCP error result.
 	bogus := *tool(t, e.m, "mcp_fx_echo")
 	bogus.Original = "no_such_tool"
 	r, err = bogus.Call(ctx, nil)
-	if err != nil || !r.IsError || !strings.HasPrefix(r.Text(), ErrorPrefix) {
+	if err != nil || !r.Result.IsError || !strings.HasPrefix(r.Text(), ErrorPrefix) || r.Err == nil ||
+		r.Text() != ErrorPrefix+r.Err.Error() || errors.Is(r.Err, ErrNotConnected) {
 		t.Fatalf("unknown tool: %+v %v", r, err)
 	}
 	// One correlated pair per call, no arguments or results recorded.
@@ -186,7 +206,7 @@ func TestServerDropFailsCallsAndIsRecorded(t *testing.T) {
 	}
 	exit.Release()
 	r := <-inFlight
-	if !r.IsError || !strings.HasPrefix(r.Text(), ErrorPrefix) {
+	if !r.Result.IsError || !strings.HasPrefix(r.Text(), ErrorPrefix) {
 		t.Fatalf("in-flight call: %+v", r)
 	}
 	waitFor(t, ctx, updates, func() bool { return e.m.Status("crashy") == projector.StatusDisconnected })
@@ -197,6 +217,10 @@ func TestServerDropFailsCallsAndIsRecorded(t *testing.T) {
 	r, err = sleep.Call(ctx, nil)
 	if err != nil || r.Text() != "MCP error: MCP server not connected: crashy" {
 		t.Fatalf("later call: %+v %v", r, err)
+	}
+	var se *ServerError
+	if !errors.Is(r.Err, ErrNotConnected) || !errors.As(r.Err, &se) || se.Server != "crashy" {
+		t.Errorf("later call's Err %#v, want a ServerError of crashy matching ErrNotConnected", r.Err)
 	}
 	var d *events.Disconnected
 	for _, x := range ofType[*events.Disconnected](e, "s1") {
@@ -256,11 +280,11 @@ func TestRootsEnvAndCwd(t *testing.T) {
 		t.Fatal(res.Errors, err)
 	}
 	r, err := tool(t, e.m, "mcp_fx_roots").Call(ctx, nil)
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("roots: %+v %v", r, err)
 	}
 	want := (&url.URL{Scheme: "file", Path: cwd}).String()
-	contains(t, "roots", string(r.StructuredContent), want)
+	contains(t, "roots", string(structuredJSON(r)), want)
 	r, _ = tool(t, e.m, "mcp_fx_env").Call(ctx, map[string]any{"name": "FIXTURE_VAR"})
 	if r.Text() != "from-config" {
 		t.Fatalf("env: %+v", r)
@@ -299,7 +323,7 @@ func TestHTTPAndSSEWithHeaders(t *testing.T) {
 		t.Fatalf("http call: %+v %v", r, err)
 	}
 	r, err = tool(t, e.m, "mcp_legacy_add").Call(ctx, map[string]any{"a": 1, "b": 2})
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("sse call: %+v %v", r, err)
 	}
 	if err := e.m.DisconnectAll(ctx); err != nil {
@@ -316,7 +340,7 @@ func TestHTTPAndSSEWithHeaders(t *testing.T) {
 
 func TestSecretsNeverStored(t *testing.T) {
 	const secret = "s3cr3t-value-5f2a9"
-	resolver := ResolverFunc(func(_ context.Context, v string) (string, error) {
+	resolver := resolverFunc(func(_ context.Context, v string) (string, error) {
 		if v == "SECRET_REF" {
 			return secret, nil
 		}
@@ -376,7 +400,7 @@ func TestPaginationFiltersAndInstructions(t *testing.T) {
 		"mcp_filtered_echo",
 		"mcp_paged_tool_1", "mcp_paged_tool_2", "mcp_paged_tool_3", "mcp_paged_tool_4", "mcp_paged_tool_5", "mcp_paged_tool_6", "mcp_paged_tool_7",
 	})
-	if got := len([]rune(e.m.Instructions("paged"))); got != MaxInstructions {
+	if got := len([]rune(e.m.Instructions("paged"))); got != maxInstructions {
 		t.Fatalf("instructions: %d characters", got)
 	}
 	listed := ofType[*events.ToolsListed](e, "s1")
@@ -408,7 +432,7 @@ func TestSSEDropIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := tool(t, e.m, "mcp_web_crash").Call(ctx, nil)
-	if err != nil || !r.IsError || !strings.HasPrefix(r.Text(), ErrorPrefix) {
+	if err != nil || !r.Result.IsError || !strings.HasPrefix(r.Text(), ErrorPrefix) {
 		t.Fatalf("crash call: %+v %v", r, err)
 	}
 	waitFor(t, ctx, updates, func() bool { return e.m.Status("web") == projector.StatusDisconnected })

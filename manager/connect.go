@@ -197,9 +197,9 @@ func sortedConfigs(configs []events.ServerConfig) []events.ServerConfig {
 func timeoutOf(cfg events.ServerConfig) time.Duration {
 	if cfg.TimeoutMs == nil {
 		if cfg.Transport() == events.TransportStdio && packageRunner(cfg.Command) {
-			return DefaultPackageRunnerTimeout
+			return defaultPackageRunnerTimeout
 		}
-		return DefaultTimeout
+		return defaultTimeout
 	}
 	if *cfg.TimeoutMs <= 0 {
 		return 0
@@ -448,7 +448,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if m.opts.Sample != nil {
 		copts.CreateMessageHandler = m.sampleHandler(s, lc)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, copts)
+	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.Client.Name, Version: m.opts.Client.Version}, copts)
 	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(m.rootsFor(s.cfg)...)
 	pv := m.opts.ProtocolVersion

@@ -35,9 +35,7 @@ func TestDialSeam(t *testing.T) {
 	defer j.Close()
 	m, err := manager.New(j, "dial", &manager.Options{
 		Gate: time.Minute, Cwd: t.TempDir(),
-		Resolver: manager.ResolverFunc(func(_ context.Context, v string) (string, error) {
-			return strings.ReplaceAll(v, "${TOKEN}", "s3cret-value-123"), nil
-		}),
+		Resolver: tokenResolver{},
 		Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
 			mu.Lock()
 			got[cfg.Name] = cfg
@@ -91,4 +89,11 @@ func TestDialSeam(t *testing.T) {
 			t.Errorf("%s records the substituted value", env.Type)
 		}
 	}
+}
+
+// tokenResolver substitutes the test's secret for ${TOKEN}.
+type tokenResolver struct{}
+
+func (tokenResolver) Resolve(_ context.Context, v string) (string, error) {
+	return strings.ReplaceAll(v, "${TOKEN}", "s3cret-value-123"), nil
 }

@@ -71,7 +71,7 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 	}
 	d, _ = m.shutdown(s, d, true)
 	if unresponsive {
-		d.Reason, d.Error = events.ReasonUnresponsive, "no answer to a health check within "+m.opts.HealthTimeout.String()
+		d.Reason, d.Error = events.ReasonUnresponsive, "no answer to a health check within "+m.opts.Health.Timeout.String()
 	} else if procExited {
 		d.Reason = events.ReasonProcessExited
 		var b strings.Builder
@@ -89,7 +89,7 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 		d.Error = "connection closed"
 	}
 	if flooded {
-		d.Error = fmt.Sprintf("disconnected: the server sent more than %d requests in a second beyond its limits", MaxDeclinedRequests)
+		d.Error = fmt.Sprintf("disconnected: the server sent more than %d requests in a second beyond its limits", maxDeclinedRequests)
 	}
 	m.log.Warn("MCP server disconnected", "server", s.name, "reason", d.Reason, "err", d.Error)
 	<-waited

@@ -43,7 +43,7 @@ func AcceptElicitationDefaults(_ context.Context, _ string, req *mcp.ElicitParam
 // elicitHandler is the go-sdk's elicitation handler of server s on lc: it
 // records the request, asks the host, fills in defaults and records the
 // answer, under one correlation id. A request over the connection's limits
-// (see [MaxServerRequests], [ServerRequestRate]) is declined at once,
+// (8 requests in flight, 10 a second) is declined at once,
 // without asking the host, and counted.
 func (m *Manager) elicitHandler(s *server, lc *liveConn) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

@@ -94,7 +94,7 @@ func callText(t *testing.T, m *Manager, name string) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Text(), r.IsError
+	return r.Text(), r.Result.IsError
 }
 
 // TestElicitationAcceptedWithDefaults: a host that accepts a form without

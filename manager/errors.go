@@ -17,7 +17,7 @@ var (
 	// ErrClosed: the manager was closed.
 	ErrClosed = errors.New("manager: closed")
 	// ErrTimeout: connect + initialize (or tools/list) exceeded the server's
-	// timeout.
+	// timeout, or a tool call its tool timeout.
 	ErrTimeout = errors.New("MCP server timed out")
 	// ErrInvalidConfig: the server configuration failed validation.
 	ErrInvalidConfig = errors.New("invalid MCP server config")

@@ -16,16 +16,16 @@ import (
 // it tells of its resources is bounded per connection, so a server that
 // sends them in a loop can fill neither the host's memory nor the store:
 //
-//   - at most MaxServerRequests requests of each method are in flight; one
+//   - at most maxServerRequests requests of each method are in flight; one
 //     more is declined at once, without asking the host;
-//   - at most ServerRequestRate elicitation and sampling requests a second
+//   - at most serverRequestRate elicitation and sampling requests a second
 //     are taken (each is recorded as a pair of events); the rest of that
 //     second's are declined at once, so every request the host answered is
 //     in the record;
 //   - notifications/resources/updated for a URI the session did not
 //     subscribe to is dropped; a subscribed resource's updates are
 //     recorded (and passed to Options.OnResourceUpdated) at most once per
-//     ResourceUpdateInterval: the first at once, the others of the
+//     resourceUpdateInterval: the first at once, the others of the
 //     interval as one ResourceUpdated at its end (Coalesced).
 //
 // What was declined or dropped is counted and recorded as one
@@ -37,23 +37,23 @@ import (
 
 // Limits of what a server asks of the host and tells it unasked.
 const (
-	// MaxServerRequests is how many requests of one method
+	// maxServerRequests is how many requests of one method
 	// (elicitation/create, sampling/createMessage, roots/list) one
 	// connection may have in flight.
-	MaxServerRequests = 8
-	// ServerRequestRate is how many elicitation and sampling requests of
+	maxServerRequests = 8
+	// serverRequestRate is how many elicitation and sampling requests of
 	// one connection are taken per second.
-	ServerRequestRate = 10
-	// ResourceUpdateInterval is the shortest time between two recorded
+	serverRequestRate = 10
+	// resourceUpdateInterval is the shortest time between two recorded
 	// updates of one resource.
-	ResourceUpdateInterval = time.Second
-	// MaxDeclinedRequests is how many requests of one connection may be
+	resourceUpdateInterval = time.Second
+	// maxDeclinedRequests is how many requests of one connection may be
 	// declined in a second: a server that sends more is disconnected
 	// (and reconnected like a server that dropped). Each request costs
 	// the go-sdk a goroutine until its answer is written, and a server
 	// that floods requests without reading its answers would otherwise
 	// hold them all.
-	MaxDeclinedRequests = 1000
+	maxDeclinedRequests = 1000
 )
 
 // Methods the limits count.
@@ -106,7 +106,7 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 	now := time.Now()
 	m.mu.Lock()
 	f := &lc.flood
-	ok := !s.ending() && f.inFlight[method] < MaxServerRequests
+	ok := !s.ending() && f.inFlight[method] < maxServerRequests
 	if ok && method != methodRoots {
 		if f.start.IsZero() || now.Sub(f.start) >= time.Second {
 			f.start, f.n = now, 0
@@ -127,7 +127,7 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 		if f.dstart.IsZero() || now.Sub(f.dstart) >= time.Second {
 			f.dstart, f.dn = now, 0
 		}
-		if f.dn++; f.dn > MaxDeclinedRequests && !s.flooded {
+		if f.dn++; f.dn > maxDeclinedRequests && !s.flooded {
 			s.flooded, drop = true, true
 			// The connection ends before the summary is due, and its
 			// loop with it: record what was declined now.
@@ -142,7 +142,7 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 	}
 	if drop {
 		m.goOwned(func() {
-			m.log.Warn("MCP server floods requests; disconnecting it", "server", s.name, "limit", MaxDeclinedRequests)
+			m.log.Warn("MCP server floods requests; disconnecting it", "server", s.name, "limit", maxDeclinedRequests)
 			// Ending the process ends the answers it does not read; the
 			// drop watcher records the end.
 			if lc.proc != nil {
@@ -179,7 +179,7 @@ func (m *Manager) floodDueLocked(f *floodLimiter, now time.Time) (start bool) {
 }
 
 // rootsLimit is the client middleware that declines roots/list requests
-// over MaxServerRequests in flight; the go-sdk answers the others itself.
+// over maxServerRequests in flight; the go-sdk answers the others itself.
 func (m *Manager) rootsLimit(s *server, lc *liveConn) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -217,7 +217,7 @@ func (m *Manager) resourceUpdated(s *server, lc *liveConn) func(context.Context,
 		if !f.subscribed[uri] {
 			f.ignored[methodResourceUpdated]++
 			start = m.floodDueLocked(f, now)
-		} else if u := f.updates[uri]; u == nil || now.Sub(u.last) >= ResourceUpdateInterval {
+		} else if u := f.updates[uri]; u == nil || now.Sub(u.last) >= resourceUpdateInterval {
 			ev = &events.ResourceUpdated{Server: s.name, URI: lc.res.scrubListedURL(uri)}
 			if u != nil {
 				ev.Coalesced = u.pending
@@ -315,7 +315,7 @@ func (f *floodLimiter) nextDue() time.Time {
 	next := f.summaryAt
 	for _, u := range f.updates {
 		if u.pending > 0 {
-			if at := u.last.Add(ResourceUpdateInterval); next.IsZero() || at.Before(next) {
+			if at := u.last.Add(resourceUpdateInterval); next.IsZero() || at.Before(next) {
 				next = at
 			}
 		}
@@ -354,7 +354,7 @@ func (f *floodLimiter) takeDue(server string, lc *liveConn, now time.Time) (*eve
 	var updates []*events.ResourceUpdated
 	for _, uri := range slices.Sorted(maps.Keys(f.updates)) {
 		u := f.updates[uri]
-		if now.Sub(u.last) < ResourceUpdateInterval {
+		if now.Sub(u.last) < resourceUpdateInterval {
 			continue
 		}
 		if u.pending == 0 {

@@ -38,7 +38,7 @@ func (h *heldHost) hold(ctx context.Context, method string) {
 	h.mu.Lock()
 	h.waiting[method]++
 	h.most[method] = max(h.most[method], h.waiting[method])
-	if h.waiting[method] > MaxServerRequests {
+	if h.waiting[method] > maxServerRequests {
 		select {
 		case h.over <- method:
 		default:
@@ -70,7 +70,7 @@ func (h *heldHost) options() *Options {
 
 // TestServerRequestFloodIsBounded: a server (the fixture's flood tool)
 // sends hundreds of elicitation, sampling and roots requests at once while
-// the host holds every one it is asked. At most MaxServerRequests of each
+// the host holds every one it is asked. At most maxServerRequests of each
 // method reach the host; the rest are declined at once (the server gets
 // its answers while the host still holds the others), so the host's
 // goroutines stay bounded; only the requests the host answered are
@@ -96,41 +96,41 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 	answersTool := tool(t, e.m, "mcp_"+fixture.FloodAnswersTool) // not prefixed twice
 	before := runtime.NumGoroutine()
 	r, err := tool(t, e.m, "mcp_flood_flood").Call(ctx, map[string]any{"elicit": n, "sample": n, "roots": n})
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("flood: %+v %v", r, err)
 	}
 	// Every request but the held ones is answered while they are held.
 	answers := make(chan *CallResult, 1)
 	go func() {
-		r, _ := answersTool.Call(ctx, map[string]any{"answered": 3*n - 2*MaxServerRequests})
+		r, _ := answersTool.Call(ctx, map[string]any{"answered": 3*n - 2*maxServerRequests})
 		answers <- r
 	}()
 	var got fixture.FloodAnswers
 	select {
 	case method := <-h.over:
-		t.Fatalf("more than %d %s requests reached the host at once", MaxServerRequests, method)
+		t.Fatalf("more than %d %s requests reached the host at once", maxServerRequests, method)
 	case r := <-answers:
-		if r == nil || r.IsError {
+		if r == nil || r.Result.IsError {
 			t.Fatalf("flood answers: %+v", r)
 		}
 		if err := json.Unmarshal([]byte(r.Text()), &got); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if g := runtime.NumGoroutine(); g > before+2*MaxServerRequests+150 {
-		t.Errorf("%d goroutines while %d requests are held (%d before the flood)", g, 2*MaxServerRequests, before)
+	if g := runtime.NumGoroutine(); g > before+2*maxServerRequests+150 {
+		t.Errorf("%d goroutines while %d requests are held (%d before the flood)", g, 2*maxServerRequests, before)
 	}
 	h.mu.Lock()
 	most := h.most
 	h.mu.Unlock()
-	if most[methodElicit] != MaxServerRequests || most[methodSample] != MaxServerRequests {
-		t.Errorf("requests the host held at once: %v, want %d of each", most, MaxServerRequests)
+	if most[methodElicit] != maxServerRequests || most[methodSample] != maxServerRequests {
+		t.Errorf("requests the host held at once: %v, want %d of each", most, maxServerRequests)
 	}
-	if d := got[methodElicit]["decline"]; d != n-MaxServerRequests {
-		t.Errorf("elicitations declined %d, want %d (answers %v)", d, n-MaxServerRequests, got)
+	if d := got[methodElicit]["decline"]; d != n-maxServerRequests {
+		t.Errorf("elicitations declined %d, want %d (answers %v)", d, n-maxServerRequests, got)
 	}
-	if d := got[methodSample]["error"]; d != n-MaxServerRequests {
-		t.Errorf("sampling requests refused %d, want %d (answers %v)", d, n-MaxServerRequests, got)
+	if d := got[methodSample]["error"]; d != n-maxServerRequests {
+		t.Errorf("sampling requests refused %d, want %d (answers %v)", d, n-maxServerRequests, got)
 	}
 	rootsDeclined := got[methodRoots]["error"]
 	if got[methodRoots]["ok"]+rootsDeclined != n {
@@ -140,7 +140,7 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 
 	// One summary counts what was declined.
 	declined := map[string]int{}
-	for declined[methodElicit] < n-MaxServerRequests || declined[methodSample] < n-MaxServerRequests {
+	for declined[methodElicit] < n-maxServerRequests || declined[methodSample] < n-maxServerRequests {
 		select {
 		case env, ok := <-sub.C():
 			if !ok {
@@ -157,8 +157,8 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 			t.Fatalf("declined so far %v", declined)
 		}
 	}
-	if declined[methodElicit] != n-MaxServerRequests || declined[methodSample] != n-MaxServerRequests || declined[methodRoots] != rootsDeclined {
-		t.Errorf("declined %v, want %d, %d and %d", declined, n-MaxServerRequests, n-MaxServerRequests, rootsDeclined)
+	if declined[methodElicit] != n-maxServerRequests || declined[methodSample] != n-maxServerRequests || declined[methodRoots] != rootsDeclined {
+		t.Errorf("declined %v, want %d, %d and %d", declined, n-maxServerRequests, n-maxServerRequests, rootsDeclined)
 	}
 	if err := e.m.DisconnectAll(ctx); err != nil {
 		t.Fatal(err)
@@ -168,8 +168,8 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 		counts[env.Type]++
 	}
 	for _, typ := range []string{events.TypeElicitationRequested, events.TypeElicitationAnswered, events.TypeSamplingRequested, events.TypeSamplingAnswered} {
-		if counts[typ] != MaxServerRequests {
-			t.Errorf("%d %s, want %d", counts[typ], typ, MaxServerRequests)
+		if counts[typ] != maxServerRequests {
+			t.Errorf("%d %s, want %d", counts[typ], typ, maxServerRequests)
 		}
 	}
 	if counts[events.TypeToolsListed] != 1 {
@@ -202,7 +202,7 @@ func floodServer(name string, _ events.ServerConfig, _ resolved, _ string) (mcp.
 }
 
 // TestServerRequestRate: of a burst of elicitation requests, answered at
-// once by the host, ServerRequestRate a second are taken and recorded;
+// once by the host, serverRequestRate a second are taken and recorded;
 // the rest are declined, and one ServerMessagesLimited at the end of the
 // second counts them. The next second takes requests again.
 func TestServerRequestRate(t *testing.T) {
@@ -238,22 +238,22 @@ func TestServerRequestRate(t *testing.T) {
 		}
 		flood := func(n int) {
 			r, err := tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": n})
-			if err != nil || r.IsError {
+			if err != nil || r.Result.IsError {
 				t.Fatalf("flood: %+v %v", r, err)
 			}
 		}
 		flood(100)
-		if req, lim := count(); req != ServerRequestRate || len(lim) != 0 {
-			t.Fatalf("%d ElicitationRequested and %d summaries within the second, want %d and 0", req, len(lim), ServerRequestRate)
+		if req, lim := count(); req != serverRequestRate || len(lim) != 0 {
+			t.Fatalf("%d ElicitationRequested and %d summaries within the second, want %d and 0", req, len(lim), serverRequestRate)
 		}
 		time.Sleep(time.Second)
 		req, lim := count()
-		if req != ServerRequestRate || len(lim) != 1 || lim[0].Declined[methodElicit] != 100-ServerRequestRate || lim[0].Server != "asker" {
+		if req != serverRequestRate || len(lim) != 1 || lim[0].Declined[methodElicit] != 100-serverRequestRate || lim[0].Server != "asker" {
 			t.Fatalf("after the second: %d ElicitationRequested, summaries %+v", req, lim)
 		}
 		flood(3)
-		if req, _ := count(); req != ServerRequestRate+3 {
-			t.Errorf("%d ElicitationRequested in the next second, want %d", req, ServerRequestRate+3)
+		if req, _ := count(); req != serverRequestRate+3 {
+			t.Errorf("%d ElicitationRequested in the next second, want %d", req, serverRequestRate+3)
 		}
 	})
 }
@@ -284,7 +284,7 @@ func TestResourceUpdateFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := tool(t, e.m, "mcp_res_flood").Call(ctx, map[string]any{"updates": n, "uris": []string{sub1, other}})
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("flood: %+v %v", r, err)
 	}
 	var updates []*events.ResourceUpdated
@@ -328,7 +328,7 @@ func TestResourceUpdateFlood(t *testing.T) {
 
 // floodPastTheDisconnect connects an in-memory flood server, has it send
 // more elicitation requests in a second than its limits and
-// MaxDeclinedRequests allow, and returns what the session stored. Call it
+// maxDeclinedRequests allow, and returns what the session stored. Call it
 // inside a synctest bubble.
 func floodPastTheDisconnect(t *testing.T) []events.Envelope {
 	t.Helper()
@@ -342,7 +342,7 @@ func floodPastTheDisconnect(t *testing.T) []events.Envelope {
 	if res, err := m.ConnectServers(context.Background(), []events.ServerConfig{{Name: "asker", Command: "x"}}, nil); err != nil || len(res.Errors) > 0 {
 		t.Fatal(res, err)
 	}
-	tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": ServerRequestRate + MaxDeclinedRequests + 1})
+	tool(t, m, "mcp_asker_flood").Call(context.Background(), map[string]any{"count": serverRequestRate + maxDeclinedRequests + 1})
 	synctest.Wait()
 	if err := j.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func floodPastTheDisconnect(t *testing.T) []events.Envelope {
 }
 
 // TestServerRequestFloodDisconnects: a server that sends more requests in
-// a second than MaxDeclinedRequests beyond its limits is disconnected, and
+// a second than maxDeclinedRequests beyond its limits is disconnected, and
 // the Disconnected says why.
 func TestServerRequestFloodDisconnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -395,8 +395,8 @@ func TestServerRequestFloodDisconnectKeepsCount(t *testing.T) {
 				disconnected = true
 			}
 		}
-		if !disconnected || declined != MaxDeclinedRequests+1 {
-			t.Fatalf("disconnected %v, %d declined requests recorded, want %d", disconnected, declined, MaxDeclinedRequests+1)
+		if !disconnected || declined != maxDeclinedRequests+1 {
+			t.Fatalf("disconnected %v, %d declined requests recorded, want %d", disconnected, declined, maxDeclinedRequests+1)
 		}
 	})
 }

@@ -16,21 +16,21 @@ import (
 
 // Health defaults.
 const (
-	// DefaultHealthInterval is how often a connected server is pinged.
-	DefaultHealthInterval = 30 * time.Second
-	// DefaultHealthTimeout is how long a ping may take before the server
+	// defaultHealthInterval is how often a connected server is pinged.
+	defaultHealthInterval = 30 * time.Second
+	// defaultHealthTimeout is how long a ping may take before the server
 	// counts as unresponsive.
-	DefaultHealthTimeout = 10 * time.Second
-	// DefaultClockCheck is how often the manager compares the wall clock
+	defaultHealthTimeout = 10 * time.Second
+	// defaultClockCheck is how often the manager compares the wall clock
 	// with the monotonic clock to notice that the host slept.
-	DefaultClockCheck = 5 * time.Second
-	// DefaultSleepThreshold is how far the wall clock must run ahead of
+	defaultClockCheck = 5 * time.Second
+	// defaultSleepThreshold is how far the wall clock must run ahead of
 	// the monotonic clock between two checks to count as a sleep.
-	DefaultSleepThreshold = 10 * time.Second
+	defaultSleepThreshold = 10 * time.Second
 )
 
 // checkHealth pings a connected server (see serve for when). A server
-// that fails a ping (no answer within HealthTimeout, or a transport error;
+// that fails a ping (no answer within Options.Health.Timeout, or a transport error;
 // a server that does not know ping passes) is unresponsive: its
 // connection is closed, and the drop watcher records Disconnected with
 // reason unresponsive, which a reconnect follows. It reports false then.
@@ -48,7 +48,7 @@ func (m *Manager) checkHealth(s *server, lc *liveConn) bool {
 
 // ping reports whether the server answered a ping in time.
 func (m *Manager) ping(s *server, lc *liveConn) bool {
-	ctx, cancel := context.WithTimeout(s.ctx, m.opts.HealthTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, m.opts.Health.Timeout)
 	defer cancel()
 	err := lc.cs.Ping(ctx, nil)
 	if err == nil || s.ctx.Err() != nil {
@@ -96,7 +96,7 @@ func (m *Manager) recordDescendants(s *server, lc *liveConn, seen map[proc.Ident
 // It records HostResumed and health-checks every remote server at once,
 // since their connections may have died while the host was away.
 func (m *Manager) clockWatch() {
-	t := time.NewTicker(m.opts.ClockCheck)
+	t := time.NewTicker(m.opts.Sleep.ClockCheck)
 	defer t.Stop()
 	mono, wall := time.Now(), m.now().Round(0)
 	for {
@@ -108,7 +108,7 @@ func (m *Manager) clockWatch() {
 		mono2, wall2 := time.Now(), m.now().Round(0)
 		slept := wall2.Sub(wall) - mono2.Sub(mono)
 		mono, wall = mono2, wall2
-		if slept < m.opts.SleepThreshold {
+		if slept < m.opts.Sleep.Threshold {
 			continue
 		}
 		m.hostResumed(slept)

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
@@ -257,3 +259,30 @@ func checkReplay(t *testing.T, e *env) {
 // noReconnect is the options of a test about what a drop does when no
 // reconnect follows.
 var noReconnect = &Options{Reconnect: ReconnectPolicy{Disabled: true}}
+
+// structuredJSON returns r's structuredContent as JSON (nil when none).
+func structuredJSON(r *CallResult) []byte {
+	if r == nil || r.Result == nil || r.Result.StructuredContent == nil {
+		return nil
+	}
+	b, err := json.Marshal(r.Result.StructuredContent)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	return b
+}
+
+// textOf returns the text of a text item ("" for other kinds).
+func textOf(c mcp.Content) string {
+	if t, ok := c.(*mcp.TextContent); ok {
+		return t.Text
+	}
+	return ""
+}
+
+// resolverFunc adapts a function to [Resolver].
+type resolverFunc func(ctx context.Context, value string) (string, error)
+
+func (f resolverFunc) Resolve(ctx context.Context, value string) (string, error) {
+	return f(ctx, value)
+}

@@ -121,7 +121,7 @@ func TestHungStoreStopsOnlyTheRecording(t *testing.T) {
 	// Far more events than the journal queues: every call still returns.
 	for i := range 40 {
 		r, err := tool(t, m, "mcp_s0_echo").Call(ctx, map[string]any{"text": fmt.Sprint(i)})
-		if err != nil || r.IsError || r.Text() != fmt.Sprint(i) {
+		if err != nil || r.Result.IsError || r.Text() != fmt.Sprint(i) {
 			t.Fatalf("call %d with the store hung: %+v %v", i, r, err)
 		}
 	}
@@ -303,7 +303,7 @@ func TestFrozenPostgresDoesNotHoldTheTeardown(t *testing.T) {
 	}
 	srv.Freeze()
 	for i := range 20 {
-		if r, err := tool(t, m, "mcp_s1_echo").Call(ctx, map[string]any{"text": "x"}); err != nil || r.IsError {
+		if r, err := tool(t, m, "mcp_s1_echo").Call(ctx, map[string]any{"text": "x"}); err != nil || r.Result.IsError {
 			t.Fatalf("call %d with the database frozen: %+v %v", i, r, err)
 		}
 	}

@@ -243,6 +243,9 @@ func TestCallFailsDisconnectedBeforeTheWatcherNotices(t *testing.T) {
 	if want := ErrorPrefix + ErrDisconnected.Error() + ": crashy"; r.Text() != want {
 		t.Errorf("call text %q, want %q", r.Text(), want)
 	}
+	if !errors.Is(r.Err, ErrDisconnected) || errors.Is(r.Err, ErrNotConnected) {
+		t.Errorf("call's Err %v, want one matching ErrDisconnected only", r.Err)
+	}
 	select {
 	case <-sc.at("watch.ended", "crashy"):
 	case <-ctx.Done():

@@ -29,7 +29,7 @@ func TestNoGoroutineLeakAfterDisconnectAll(t *testing.T) {
 	}
 	for _, tl := range e.m.Tools() {
 		if tl.Original == "echo" {
-			if res, err := tl.Call(ctx, map[string]any{"text": "x"}); err != nil || res.IsError {
+			if res, err := tl.Call(ctx, map[string]any{"text": "x"}); err != nil || res.Result.IsError {
 				t.Fatalf("call %s: %v %v", tl.Name, err, res)
 			}
 		}

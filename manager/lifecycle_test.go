@@ -52,7 +52,7 @@ func TestConnectFastServers(t *testing.T) {
 	if srv, orig, ok := e.m.Resolve("mcp_beta_add"); !ok || srv != "beta" || orig != "add" {
 		t.Fatalf("resolve: %s %s %v", srv, orig, ok)
 	}
-	if got := e.m.Sources(); got["alpha"] != src || len(got) != 1 {
+	if got := e.m.sourceMetas(); got["alpha"] != src || len(got) != 1 {
 		t.Fatalf("sources %v", got)
 	}
 	// The gate event follows every ConnectStarted of the round.
@@ -198,7 +198,7 @@ func TestGateServesDeferredToolsFromCache(t *testing.T) {
 	// A call on the deferred tool waits for the connection and succeeds
 	// even while tools/list is still held.
 	r, err := deferred.Call(ctx, map[string]any{"text": "hi"})
-	if err != nil || r.IsError || r.Text() != "hi" {
+	if err != nil || r.Result.IsError || r.Text() != "hi" {
 		t.Fatalf("deferred call: %+v %v", r, err)
 	}
 	g.Release()
@@ -232,13 +232,13 @@ func TestDeferredToolWithoutConnectionFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := echo.Call(ctx, nil)
-	if err != nil || !r.IsError || r.Text() != "MCP error: MCP server not connected: a" {
+	if err != nil || !r.Result.IsError || r.Text() != "MCP error: MCP server not connected: a" {
 		t.Fatalf("call after disconnect: %+v %v", r, err)
 	}
-	if err := e.m.WaitForConnection(ctx, "a"); !errors.Is(err, ErrNotConnected) || err.Error() != "MCP server not connected: a" {
-		t.Fatalf("WaitForConnection: %v", err)
+	if err := e.m.waitForConnection(ctx, "a"); !errors.Is(err, ErrNotConnected) || err.Error() != "MCP server not connected: a" {
+		t.Fatalf("waitForConnection: %v", err)
 	}
-	if len(e.m.Tools()) != 0 || e.m.Status("a") != projector.StatusDisconnected || len(e.m.Sources()) != 0 {
+	if len(e.m.Tools()) != 0 || e.m.Status("a") != projector.StatusDisconnected || len(e.m.sourceMetas()) != 0 {
 		t.Fatalf("after disconnect: %v %s", toolNames(e.m.Tools()), e.m.Status("a"))
 	}
 	equal(t, "events", e.serverTypes("s1", "a"), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected", "ToolsListed/initial", "Disconnected/requested"})
@@ -275,7 +275,7 @@ func TestIncrementalConnectKeepsOtherToolsAndNeverSpawnsTwice(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := e.m.WaitForConnection(ctx, "b"); err != nil {
+	if err := e.m.waitForConnection(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	equal(t, "tools", toolNames(e.m.Tools()), []string{"mcp_a_echo", "mcp_b_add"})
@@ -289,7 +289,7 @@ func TestRecordedDiscoveryIsNotRepeated(t *testing.T) {
 	ctx := testCtx(t)
 	cfg := stdio(t, "a", "only=echo")
 	src := events.SourceMeta{Provider: "mcp-json", Path: "/p/mcp.json", Level: events.LevelProject}
-	err := e.m.Record(ctx,
+	err := e.m.RecordDiscovery(ctx,
 		&events.ServerDiscovered{Server: "a", Source: src, Transport: events.TransportStdio, ConfigHash: cfg.Hash(), Config: cfg.Redact()},
 		&events.ServerSkipped{Server: "b", Reason: events.SkipDisabled, Source: src},
 	)
@@ -330,7 +330,7 @@ func TestReconnectFromAnotherSourceRecordsIt(t *testing.T) {
 	if got := tool(t, e.m, "mcp_a_echo").Path(); got != "mcp:a via Project" {
 		t.Fatalf("path after the reconnect %q", got)
 	}
-	if got, want := e.m.Sources()["a"], project; got != want {
+	if got, want := e.m.sourceMetas()["a"], project; got != want {
 		t.Fatalf("sources %+v", got)
 	}
 	var recorded []events.SourceMeta
@@ -341,4 +341,35 @@ func TestReconnectFromAnotherSourceRecordsIt(t *testing.T) {
 		t.Fatalf("ServerDiscovered sources %+v", recorded)
 	}
 	checkReplay(t, e)
+}
+
+// TestRecordEntryPointsTakeTheirKindsOnly: discovery outcomes and session
+// events are recorded through their own entry points, which refuse any
+// other event and then record nothing.
+func TestRecordEntryPointsTakeTheirKindsOnly(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	if err := e.m.RecordDiscovery(ctx,
+		&events.DiscoveryFailed{Path: "/p/.mcp.json", Error: "bad"},
+		&events.ServerConnected{Server: "a"},
+	); err == nil || !strings.Contains(err.Error(), "ServerConnected is not a discovery outcome") {
+		t.Errorf("RecordDiscovery of a ServerConnected: %v", err)
+	}
+	if err := e.m.RecordSession(ctx, &events.Disconnected{Server: "a"}); err == nil || !strings.Contains(err.Error(), "Disconnected is not a session event") {
+		t.Errorf("RecordSession of a Disconnected: %v", err)
+	}
+	if evs := e.events("s1"); len(evs) != 0 {
+		t.Fatalf("refused events recorded: %d events", len(evs))
+	}
+	if err := e.m.RecordSession(ctx, &events.SessionStarted{Cwd: "/p"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.RecordDiscovery(ctx, &events.DiscoveryFailed{Path: "/p/.mcp.json", Error: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, env := range e.events("s1") {
+		types = append(types, env.Type)
+	}
+	equal(t, "events", types, []string{events.TypeSessionStarted, events.TypeDiscoveryFailed})
 }

@@ -135,7 +135,7 @@ func TestListChangedFloodIsBounded(t *testing.T) {
 			return changed, listed
 		}
 		changed, listed := count()
-		maxRelists := int(elapsed/DefaultRelistInterval) + 1
+		maxRelists := int(elapsed/defaultRelistInterval) + 1
 		if n := int(lists.Load()) - 1; n > maxRelists || n < 1 {
 			t.Errorf("%d re-lists in %v, want 1..%d", n, elapsed, maxRelists)
 		}
@@ -147,13 +147,13 @@ func TestListChangedFloodIsBounded(t *testing.T) {
 		}
 
 		// A real change is recorded, once.
-		time.Sleep(DefaultRelistInterval)
+		time.Sleep(defaultRelistInterval)
 		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
 		synctest.Wait() // the server's own notification goes through too
 		inject <- struct{}{}
-		time.Sleep(2 * DefaultRelistInterval)
+		time.Sleep(2 * defaultRelistInterval)
 		synctest.Wait()
 		if _, listed := count(); listed != 2 {
 			t.Errorf("%d ToolsListed after a change, want 2", listed)

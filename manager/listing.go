@@ -16,14 +16,14 @@ import (
 // which would otherwise grow the host's memory until the list timed out,
 // or for good without a timeout.
 const (
-	// DefaultMaxListPages bounds the pages of one list.
-	DefaultMaxListPages = 1000
-	// DefaultMaxListTools bounds the tools of one server's list (and the
+	// defaultMaxListPages bounds the pages of one list.
+	defaultMaxListPages = 1000
+	// defaultMaxListTools bounds the tools of one server's list (and the
 	// resources, templates or prompts of one of its lists).
-	DefaultMaxListTools = 10_000
-	// DefaultMaxSessionTools bounds the tools of all servers' latest lists
+	defaultMaxListTools = 10_000
+	// defaultMaxSessionTools bounds the tools of all servers' latest lists
 	// together.
-	DefaultMaxSessionTools = 50_000
+	defaultMaxSessionTools = 50_000
 )
 
 // listTools runs tools/list following nextCursor, bounded by the server's

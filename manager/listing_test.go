@@ -48,7 +48,7 @@ func TestEndlessPagesFailTheListAtOnce(t *testing.T) {
 		name  string
 		pages int // Options.MaxListPages
 		want  int
-	}{{"default", 0, DefaultMaxListPages}, {"configured", 20, 20}} {
+	}{{"default", 0, defaultMaxListPages}, {"configured", 20, 20}} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, &Options{MaxListPages: c.pages})
 			ctx := testCtx(t)
@@ -59,7 +59,7 @@ func TestEndlessPagesFailTheListAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			listFailed(t, e, res, "endless", fmt.Sprintf(`MCP server "endless": tools/list: more than %d pages in one list (manager Options.MaxListPages); the list was not taken`, c.want))
-			if r, err := tool(t, e.m, "mcp_other_echo").Call(ctx, map[string]any{"text": "hi"}); err != nil || r.IsError || r.Text() != "hi" {
+			if r, err := tool(t, e.m, "mcp_other_echo").Call(ctx, map[string]any{"text": "hi"}); err != nil || r.Result.IsError || r.Text() != "hi" {
 				t.Fatalf("call on the other server: %+v %v", r, err)
 			}
 		})

@@ -26,19 +26,19 @@ const (
 	// DefaultGate is how long ConnectServers waits for every server to
 	// connect and list its tools before it returns with whatever is ready.
 	DefaultGate = 250 * time.Millisecond
-	// DefaultRelistInterval is the shortest time between two re-lists of
+	// defaultRelistInterval is the shortest time between two re-lists of
 	// one server caused by notifications/tools/list_changed.
-	DefaultRelistInterval = time.Second
-	// DefaultTimeout bounds connect + initialize, and separately each
+	defaultRelistInterval = time.Second
+	// defaultTimeout bounds connect + initialize, and separately each
 	// tools/list, of a server whose config sets no timeout.
-	DefaultTimeout = 30 * time.Second
-	// DefaultPackageRunnerTimeout replaces DefaultTimeout for servers
+	defaultTimeout = 30 * time.Second
+	// defaultPackageRunnerTimeout replaces defaultTimeout for servers
 	// started through a package runner (npx, uvx, bunx, pipx), whose
 	// first start downloads the package.
-	DefaultPackageRunnerTimeout = 60 * time.Second
-	// DefaultToolTimeout bounds each tool call of a server whose config
+	defaultPackageRunnerTimeout = 60 * time.Second
+	// defaultToolTimeout bounds each tool call of a server whose config
 	// sets no toolTimeoutMs.
-	DefaultToolTimeout = 60 * time.Second
+	defaultToolTimeout = 60 * time.Second
 	// DefaultProtocolVersion is the MCP protocol version offered to
 	// servers. It is 2025-11-25 rather than the go-sdk's newest
 	// (2026-07-28): under the newest every request carries the SEP-2575
@@ -48,9 +48,9 @@ const (
 	// keep-alive does not run under it. A config's ProtocolVersion pins
 	// another version per server.
 	DefaultProtocolVersion = "2025-11-25"
-	// MaxInstructions is the length, in characters, at which a server's
+	// maxInstructions is the length, in characters, at which a server's
 	// instructions are cut when exposed.
-	MaxInstructions = 4000
+	maxInstructions = 4000
 )
 
 // Options configure a [Manager]. Nil or zero fields mean defaults.
@@ -76,8 +76,8 @@ type Options struct {
 	// the reference gate: a server that connects within Gate is awaited
 	// live even when its list is cached.
 	EagerCache bool
-	// Resolver substitutes env and header values at every connect
-	// (default [PassThrough]).
+	// Resolver substitutes env and header values at every connect.
+	// Default: none (values are used as the config has them).
 	Resolver Resolver
 	// Logger receives late failures and best-effort problems (default:
 	// discard).
@@ -91,43 +91,33 @@ type Options struct {
 	// CaptureArguments records tool-call arguments, redacted, in
 	// ToolCallStarted. Off by default.
 	CaptureArguments bool
-	// ClientName and ClientVersion are sent in initialize (default
-	// "mcplife", "0.1.0").
-	ClientName, ClientVersion string
+	// Client is the client identity servers see.
+	Client ClientOptions
 	// RelistInterval is the shortest time between two re-lists of one
 	// server caused by notifications/tools/list_changed (default
-	// [DefaultRelistInterval]). Notifications that arrive sooner are
+	// 1s). Notifications that arrive sooner are
 	// coalesced into the next re-list, so a server that sends them in a
 	// loop costs one tools/list per interval.
 	RelistInterval time.Duration
 	// MaxMessageSize is the longest message a stdio server may send, in
-	// bytes: one line of its stdout (default [DefaultMaxMessageSize],
-	// 16 MiB). A longer line is discarded as it is read; when it answers
+	// bytes: one line of its stdout (default 16 MiB). A longer line is discarded as it is read; when it answers
 	// a call, that call fails with an error naming the limit and the
 	// server stays connected.
 	MaxMessageSize int
 	// MaxListPages, MaxListTools and MaxSessionTools bound what tool
 	// lists may hold, whatever the timeout: the pages of one list
-	// (default [DefaultMaxListPages]), the tools of one server's list
-	// (default [DefaultMaxListTools]) and the tools of every server's
-	// latest list together (default [DefaultMaxSessionTools]). A list over
+	// (default 1000), the tools of one server's list
+	// (default 10000) and the tools of every server's
+	// latest list together (default 50000). A list over
 	// a bound is not taken: it fails with an error naming the server and
 	// the bound ([ErrListTooLong]), recorded as ToolsListFailed, and the
 	// server stays connected with the tools it had. The first two bound
 	// each list of resources, resource templates and prompts too.
 	MaxListPages, MaxListTools, MaxSessionTools int
-	// HealthInterval is how often each connected server is pinged
-	// (default [DefaultHealthInterval]; negative: never). HealthTimeout
-	// bounds each ping (default [DefaultHealthTimeout]). A server that
-	// fails a ping is dropped (Disconnected, reason unresponsive) and
-	// reconnected.
-	HealthInterval, HealthTimeout time.Duration
-	// ClockCheck is how often the wall clock is compared with the
-	// monotonic clock (default [DefaultClockCheck]; negative: never); a
-	// wall clock that ran ahead by SleepThreshold or more (default
-	// [DefaultSleepThreshold]) means the host slept: HostResumed is
-	// recorded and every remote server is pinged at once.
-	ClockCheck, SleepThreshold time.Duration
+	// Health says how connected servers are checked.
+	Health HealthOptions
+	// Sleep says how a host that slept (a laptop lid closed) is noticed.
+	Sleep SleepOptions
 	// Elicit answers servers' requests for user input (elicitation); nil
 	// means the elicitation capability is not advertised.
 	// DeclineElicitation and AcceptElicitationDefaults are ready-made.
@@ -137,29 +127,22 @@ type Options struct {
 	Sample SampleFunc
 	// OnResourceUpdated, when set, is called for each ResourceUpdated
 	// recorded: the changes a server reports of a resource the session
-	// subscribed to, at most one per [ResourceUpdateInterval] (changes in
+	// subscribed to, at most one per second (changes in
 	// between are coalesced into one at its end). It must not block.
 	OnResourceUpdated func(server, uri string)
-	// OAuth authorizes remote servers that require OAuth (tokens, refresh,
-	// client credentials); nil means one on the default token store
-	// ($XDG_CONFIG_HOME/mcplife/oauth.json). Connecting never opens a
-	// browser: a server that needs a login gets status needs-auth until
-	// [Manager.Login].
-	OAuth *oauth.Authorizer
-	// InteractiveAuth lets a call that meets 403 insufficient_scope run
-	// the browser login for the extra scopes (a step-up) instead of
-	// failing with the login command. Off by default.
-	InteractiveAuth bool
+	// Auth says how remote servers that require OAuth are authorized.
+	Auth AuthOptions
 	// Reconnect says how a server that dropped comes back (the zero value
 	// is the default policy; see [ReconnectPolicy]).
 	Reconnect ReconnectPolicy
 	// ServerLogLevel is the lowest level of the log messages servers are
 	// asked for and that are recorded as ServerLog (default info;
-	// [ServerLogsOff]: none). See [MaxServerLogText] and [ServerLogRate]
-	// for the bounds on what is recorded.
+	// [ServerLogsOff]: none). What is recorded is bounded: 4 KiB of text
+	// per message, 20 messages a second per connection (the rest are
+	// counted in one ServerLog with Dropped set).
 	ServerLogLevel events.LogLevel
 	// OutputDir holds the whole results that a server's output budget
-	// (its config's MaxOutputBytes, default [DefaultMaxOutputBytes]) cut,
+	// (its config's MaxOutputBytes, default 256 KiB) cut,
 	// one 0600 file each, named in the cut result's marker. Default:
 	// $XDG_STATE_HOME/mcplife/outputs, else ~/.local/state/mcplife/outputs.
 	// The manager never deletes them.
@@ -187,6 +170,54 @@ type Options struct {
 	// config record "transcript" does for that server. Off by default; a
 	// store without transcripts (store.TranscriptStore) keeps none.
 	Transcript bool
+}
+
+// ClientOptions are the client identity sent in initialize (and in OAuth
+// client registration).
+type ClientOptions struct {
+	// Name is the client's name. Default: "mcplife".
+	Name string
+	// Version is the client's version. Default: "0.1.0".
+	Version string
+}
+
+// HealthOptions say how connected servers are checked. A server that
+// fails a ping (no answer within Timeout, or a transport error; a server
+// that does not know ping passes) is dropped (Disconnected, reason
+// unresponsive) and reconnected.
+type HealthOptions struct {
+	// Interval is how often each connected server is pinged. Default:
+	// 30s; negative: never.
+	Interval time.Duration
+	// Timeout bounds each ping. Default (also for a negative value): 10s.
+	Timeout time.Duration
+}
+
+// SleepOptions say how a host that slept is noticed: a wall clock that
+// ran ahead of the monotonic clock by Threshold or more between two
+// checks means the host slept, so HostResumed is recorded and every
+// remote server is pinged at once.
+type SleepOptions struct {
+	// ClockCheck is how often the two clocks are compared. Default: 5s;
+	// negative: never.
+	ClockCheck time.Duration
+	// Threshold is how far the wall clock must run ahead to count as a
+	// sleep. Default (also for a negative value): 10s.
+	Threshold time.Duration
+}
+
+// AuthOptions say how remote servers that require OAuth are authorized.
+type AuthOptions struct {
+	// OAuth authorizes them (tokens, refresh, client credentials).
+	// Default (nil): an authorizer on the default token store
+	// ($XDG_CONFIG_HOME/mcplife/oauth.json). Connecting never opens a
+	// browser: a server that needs a login gets status needs-auth until
+	// [Manager.Login].
+	OAuth *oauth.Authorizer
+	// Interactive lets a call that meets 403 insufficient_scope run the
+	// browser login for the extra scopes (a step-up) instead of failing
+	// with the login command. Default: false.
+	Interactive bool
 }
 
 // ConnectResult is what [Manager.ConnectServers] returns at the gate.
@@ -231,7 +262,7 @@ type Manager struct {
 	// sched is the test seam at the scheduling points; nil outside tests
 	// (see yield, which lists the points).
 	sched func(point, server string)
-	// requestRate is [ServerRequestRate]; tests of the in-flight bound
+	// requestRate is serverRequestRate; tests of the in-flight bound
 	// raise it so that only that bound applies.
 	requestRate int
 
@@ -308,37 +339,37 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		return nil, err
 	}
 	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = DefaultMaxMessageSize
+		o.MaxMessageSize = defaultMaxMessageSize
 	}
 	if o.MaxListPages == 0 {
-		o.MaxListPages = DefaultMaxListPages
+		o.MaxListPages = defaultMaxListPages
 	}
 	if o.MaxListTools == 0 {
-		o.MaxListTools = DefaultMaxListTools
+		o.MaxListTools = defaultMaxListTools
 	}
 	if o.MaxSessionTools == 0 {
-		o.MaxSessionTools = DefaultMaxSessionTools
+		o.MaxSessionTools = defaultMaxSessionTools
 	}
 	if o.Gate == 0 {
 		o.Gate = DefaultGate
 	}
 	switch {
-	case o.HealthInterval == 0:
-		o.HealthInterval = DefaultHealthInterval
-	case o.HealthInterval < 0:
-		o.HealthInterval = 0
+	case o.Health.Interval == 0:
+		o.Health.Interval = defaultHealthInterval
+	case o.Health.Interval < 0:
+		o.Health.Interval = 0
 	}
-	if o.HealthTimeout <= 0 {
-		o.HealthTimeout = DefaultHealthTimeout
+	if o.Health.Timeout <= 0 {
+		o.Health.Timeout = defaultHealthTimeout
 	}
-	if o.ClockCheck == 0 {
-		o.ClockCheck = DefaultClockCheck
+	if o.Sleep.ClockCheck == 0 {
+		o.Sleep.ClockCheck = defaultClockCheck
 	}
-	if o.SleepThreshold <= 0 {
-		o.SleepThreshold = DefaultSleepThreshold
+	if o.Sleep.Threshold <= 0 {
+		o.Sleep.Threshold = defaultSleepThreshold
 	}
 	if o.RelistInterval <= 0 {
-		o.RelistInterval = DefaultRelistInterval
+		o.RelistInterval = defaultRelistInterval
 	}
 	if o.Cwd == "" {
 		wd, err := os.Getwd()
@@ -356,7 +387,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	o.Roots = roots
 	if o.Resolver == nil {
-		o.Resolver = PassThrough{}
+		o.Resolver = noResolver{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -370,11 +401,11 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	if o.OutputDir == "" {
 		o.OutputDir = defaultOutputDir()
 	}
-	if o.ClientName == "" {
-		o.ClientName = "mcplife"
+	if o.Client.Name == "" {
+		o.Client.Name = "mcplife"
 	}
-	if o.ClientVersion == "" {
-		o.ClientVersion = "0.1.0"
+	if o.Client.Version == "" {
+		o.Client.Version = "0.1.0"
 	}
 	m := &Manager{
 		j:          j,
@@ -393,7 +424,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		listSizes:  map[string]int{},
 		reconnect:  o.Reconnect.withDefaults(),
 	}
-	m.requestRate = ServerRequestRate
+	m.requestRate = serverRequestRate
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.out = newOutbox()
 	go m.pump()
@@ -408,7 +439,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	if err := m.attachView(ctx); err != nil {
 		return nil, err
 	}
-	if o.ClockCheck > 0 {
+	if o.Sleep.ClockCheck > 0 {
 		m.wg.Go(m.clockWatch)
 	}
 	return m, nil
@@ -556,15 +587,15 @@ func (m *Manager) Resolve(toolName string) (server, original string, ok bool) {
 }
 
 // Instructions returns the named server's initialize instructions, cut to
-// [MaxInstructions] characters.
+// 4000 characters.
 func (m *Manager) Instructions(name string) string {
 	m.viewMu.Lock()
 	st, _ := m.view.Server(name)
 	m.viewMu.Unlock()
 	s := st.Instructions
-	if n := 0; len(s) > MaxInstructions {
+	if n := 0; len(s) > maxInstructions {
 		for i := range s {
-			if n == MaxInstructions {
+			if n == maxInstructions {
 				return s[:i]
 			}
 			n++
@@ -573,9 +604,9 @@ func (m *Manager) Instructions(name string) string {
 	return s
 }
 
-// Sources returns the source metadata of every server passed to
+// sourceMetas returns the source metadata of every server passed to
 // ConnectServers and not disconnected since.
-func (m *Manager) Sources() map[string]events.SourceMeta {
+func (m *Manager) sourceMetas() map[string]events.SourceMeta {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.sources)
@@ -594,11 +625,11 @@ func (m *Manager) Tools() []*Tool {
 	return out
 }
 
-// WaitForConnection returns nil once the named server is connected. While a
+// waitForConnection returns nil once the named server is connected. While a
 // connect is in flight it waits for it (bounded by ctx and by the connect's
 // own timeout) and returns its error; with nothing in flight it returns an
 // error wrapping [ErrNotConnected] ("MCP server not connected: <name>").
-func (m *Manager) WaitForConnection(ctx context.Context, name string) error {
+func (m *Manager) waitForConnection(ctx context.Context, name string) error {
 	m.mu.Lock()
 	s := m.servers[name]
 	if s == nil || s.ending() {

@@ -43,7 +43,7 @@ func TestExposedNameKeepsItsTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := tool(t, e.m, "mcp_my_change_tools").Call(ctx, map[string]any{"add": "server_echo"})
-	if err != nil || res.IsError {
+	if err != nil || res.Result.IsError {
 		t.Fatalf("change_tools: %+v %v", res, err)
 	}
 	hasNewcomer := func() bool {
@@ -57,7 +57,7 @@ func TestExposedNameKeepsItsTool(t *testing.T) {
 	waitFor(t, ctx, updates, hasNewcomer)
 	means("after My listed server_echo", name, "my_server", "echo")
 	means("after My listed server_echo", suffixed, "My", "server_echo")
-	if res, err := tool(t, e.m, name).Call(ctx, map[string]any{"text": "hi"}); err != nil || res.IsError || res.Text() != "hi" {
+	if res, err := tool(t, e.m, name).Call(ctx, map[string]any{"text": "hi"}); err != nil || res.Result.IsError || res.Text() != "hi" {
 		t.Fatalf("call %s: %+v %v", name, res, err)
 	}
 	calls := ofType[*events.ToolCallStarted](e, e.session)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 )
 
@@ -20,14 +22,14 @@ import (
 // more text item, the marker, that names the file holding the whole
 // result.
 
-// DefaultMaxOutputBytes is the output budget of a server whose config sets
+// defaultMaxOutputBytes is the output budget of a server whose config sets
 // no maxOutputBytes: 256 KiB of text per call result.
-const DefaultMaxOutputBytes = 256 << 10
+const defaultMaxOutputBytes = 256 << 10
 
 // maxOutputOf returns the output budget of cfg; 0 means none.
 func maxOutputOf(cfg events.ServerConfig) int64 {
 	if cfg.MaxOutputBytes == nil {
-		return DefaultMaxOutputBytes
+		return defaultMaxOutputBytes
 	}
 	return max(*cfg.MaxOutputBytes, 0)
 }
@@ -49,12 +51,14 @@ func defaultOutputDir() string {
 // its embedded resources.
 func textBytes(r *CallResult) int64 {
 	var n int64
-	for _, c := range r.Content {
-		switch {
-		case c.Type == ContentText:
+	for _, c := range r.Result.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
 			n += int64(len(c.Text))
-		case c.Type == ContentResource && c.Resource != nil:
-			n += int64(len(c.Resource.Text))
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				n += int64(len(c.Resource.Text))
+			}
 		}
 	}
 	return n
@@ -83,21 +87,28 @@ func (m *Manager) applyBudget(server, tool string, r *CallResult, limit int64) (
 		text, left = cutUTF8(text, int(left)), 0
 		return text
 	}
-	keep := make([]Content, 0, len(r.Content)+1)
-	for _, c := range r.Content {
-		switch {
-		case c.Type == ContentText:
-			text := take(c.Text)
-			if text == "" && c.Text != "" {
+	keep := make([]mcp.Content, 0, len(r.Result.Content)+1)
+	for _, c := range r.Result.Content {
+		switch item := c.(type) {
+		case *mcp.TextContent:
+			text := take(item.Text)
+			if text == "" && item.Text != "" {
 				continue // past the budget
 			}
-			c.Text = text
-		case c.Type == ContentResource && c.Resource != nil && c.Resource.Text != "":
-			res := *c.Resource
+			cut := *item
+			cut.Text = text
+			c = &cut
+		case *mcp.EmbeddedResource:
+			if item.Resource == nil || item.Resource.Text == "" {
+				break
+			}
+			res := *item.Resource
 			if res.Text = take(res.Text); res.Text == "" && len(res.Blob) == 0 {
 				continue
 			}
-			c.Resource = &res
+			cut := *item
+			cut.Resource = &res
+			c = &cut
 		}
 		keep = append(keep, c)
 	}
@@ -107,7 +118,9 @@ func (m *Manager) applyBudget(server, tool string, r *CallResult, limit int64) (
 	} else {
 		marker += "the whole result could not be saved: " + err.Error() + "]"
 	}
-	r.Content = append(keep, Content{Type: ContentText, Text: marker})
+	whole := *r.Result
+	whole.Content = append(keep, &mcp.TextContent{Text: marker})
+	r.Result = &whole
 	r.Truncated, r.FullOutput = true, path
 	return size, true
 }
@@ -127,7 +140,7 @@ func (m *Manager) saveOutput(server, tool string, r *CallResult) (string, error)
 	if textOnly(r) {
 		data = []byte(r.Text())
 	} else {
-		b, err := json.Marshal(r)
+		b, err := json.Marshal(r.Result)
 		if err != nil {
 			return "", err
 		}
@@ -151,11 +164,11 @@ func (m *Manager) saveOutput(server, tool string, r *CallResult) (string, error)
 
 // textOnly reports whether r is text items and nothing else.
 func textOnly(r *CallResult) bool {
-	if len(r.StructuredContent) > 0 {
+	if r.Result.StructuredContent != nil {
 		return false
 	}
-	for _, c := range r.Content {
-		if c.Type != ContentText || len(c.Annotations) > 0 || len(c.Meta) > 0 {
+	for _, c := range r.Result.Content {
+		if t, ok := c.(*mcp.TextContent); !ok || t.Annotations != nil || len(t.Meta) > 0 {
 			return false
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
 )
@@ -31,8 +33,8 @@ func TestOutputBudget(t *testing.T) {
 		bytes  int    // the result's text
 		cut    int64  // the budget that applies; 0: not cut
 	}{
-		{"default over", nil, 300_000, DefaultMaxOutputBytes},
-		{"default under", nil, DefaultMaxOutputBytes, 0},
+		{"default over", nil, 300_000, defaultMaxOutputBytes},
+		{"default under", nil, defaultMaxOutputBytes, 0},
 		{"configured over", new(int64(4096)), 4097, 4096},
 		{"configured under", new(int64(4096)), 1000, 0},
 		{"no limit", new(int64(0)), 300_000, 0},
@@ -47,7 +49,7 @@ func TestOutputBudget(t *testing.T) {
 				t.Fatal(res, err)
 			}
 			r, err := tool(t, e.m, "mcp_bulky_big_result").Call(ctx, map[string]any{"bytes": c.bytes})
-			if err != nil || r.IsError {
+			if err != nil || r.Result.IsError {
 				t.Fatalf("call: %.200v %v", r, err)
 			}
 			whole := bigText(c.bytes)
@@ -61,18 +63,18 @@ func TestOutputBudget(t *testing.T) {
 				}
 			}
 			if c.cut == 0 {
-				if r.Truncated || r.FullOutput != "" || len(r.Content) != 1 || r.Content[0].Text != whole {
-					t.Fatalf("result under the budget changed: truncated %t, %d items, %d bytes", r.Truncated, len(r.Content), len(r.Text()))
+				if r.Truncated || r.FullOutput != "" || len(r.Result.Content) != 1 || textOf(r.Result.Content[0]) != whole {
+					t.Fatalf("result under the budget changed: truncated %t, %d items, %d bytes", r.Truncated, len(r.Result.Content), len(r.Text()))
 				}
 				if _, err := os.Stat(dir); !os.IsNotExist(err) {
 					t.Errorf("output directory created for an uncut result: %v", err)
 				}
 				return
 			}
-			if !r.Truncated || len(r.Content) != 2 || r.Content[0].Text != whole[:c.cut] {
-				t.Fatalf("cut result: truncated %t, %d items, first %d bytes", r.Truncated, len(r.Content), len(r.Content[0].Text))
+			if !r.Truncated || len(r.Result.Content) != 2 || textOf(r.Result.Content[0]) != whole[:c.cut] {
+				t.Fatalf("cut result: truncated %t, %d items, first %d bytes", r.Truncated, len(r.Result.Content), len(textOf(r.Result.Content[0])))
 			}
-			marker := r.Content[1].Text
+			marker := textOf(r.Result.Content[1])
 			t.Logf("marker: %s", marker)
 			if filepath.Dir(r.FullOutput) != dir || !strings.HasSuffix(r.FullOutput, ".txt") {
 				t.Fatalf("FullOutput %q, want a .txt file in %s", r.FullOutput, dir)
@@ -102,24 +104,31 @@ func TestOutputBudget(t *testing.T) {
 func TestOutputBudgetCutsInOrder(t *testing.T) {
 	dir := t.TempDir()
 	m := &Manager{opts: Options{OutputDir: dir}, now: time.Now, log: slog.New(slog.DiscardHandler)}
-	r := convertResult(fixture.MediaResult())
-	r.Content = append([]Content{{Type: ContentText, Text: "ab€cd"}}, r.Content...) // € is 3 bytes
-	r.Content = append(r.Content, Content{Type: ContentText, Text: "dropped"})
-	whole, _ := json.Marshal(r)
+	sent := fixture.MediaResult()
+	sent.Content = append([]mcp.Content{&mcp.TextContent{Text: "ab€cd"}}, sent.Content...) // € is 3 bytes
+	sent.Content = append(sent.Content, &mcp.TextContent{Text: "dropped"})
+	whole, _ := json.Marshal(sent)
+	r := &CallResult{Result: sent}
 	size, cut := m.applyBudget("fx", "media", r, 4)
 	if want := int64(len("ab€cd") + len("embedded note") + len("six items") + len("dropped")); size != want || !cut {
 		t.Fatalf("size %d cut %t, want %d true", size, cut, want)
 	}
+	if after, _ := json.Marshal(sent); !bytes.Equal(after, whole) {
+		t.Errorf("the go-sdk's result was changed in place: %.200s", after)
+	}
 	var kinds []string
-	for _, c := range r.Content {
-		k := c.Type
-		if c.Type == ContentText {
-			k += ":" + c.Text
+	for _, c := range r.Result.Content {
+		b, _ := json.Marshal(c)
+		var k struct{ Type, Text string }
+		json.Unmarshal(b, &k)
+		kind := k.Type
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			kind += ":" + c.Text
+		case *mcp.EmbeddedResource:
+			kind += ":" + c.Resource.URI
 		}
-		if c.Resource != nil {
-			k += ":" + c.Resource.URI
-		}
-		kinds = append(kinds, k)
+		kinds = append(kinds, kind)
 	}
 	want := []string{"text:ab", "image", "audio", "resource_link", "resource:file:///fixture/pixel.png"}
 	if len(kinds) != len(want)+1 || strings.Join(kinds[:len(want)], " ") != strings.Join(want, " ") || !strings.HasPrefix(kinds[len(want)], "text:[mcplife: output cut to 4 of ") {
@@ -141,9 +150,9 @@ func TestOutputBudgetUnsaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &Manager{opts: Options{OutputDir: filepath.Join(blocker, "outputs")}, now: time.Now, log: slog.New(slog.DiscardHandler)}
-	r := &CallResult{Content: []Content{{Type: ContentText, Text: bigText(100)}}}
+	r := &CallResult{Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: bigText(100)}}}}
 	if _, cut := m.applyBudget("fx", "big", r, 10); !cut || !r.Truncated || r.FullOutput != "" {
 		t.Fatalf("cut %t, result %+v", cut, r)
 	}
-	contains(t, "marker", r.Content[1].Text, "the whole result could not be saved: ")
+	contains(t, "marker", textOf(r.Result.Content[1]), "the whole result could not be saved: ")
 }

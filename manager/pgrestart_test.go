@@ -70,7 +70,7 @@ func TestPostgresRestartDuringSession(t *testing.T) {
 	call := func(text string) {
 		t.Helper()
 		r, err := tool(t, m, "mcp_srv_echo").Call(ctx, map[string]any{"text": text})
-		if err != nil || r.IsError || r.Text() != text {
+		if err != nil || r.Result.IsError || r.Text() != text {
 			t.Fatalf("call %q: %+v %v", text, r, err)
 		}
 	}
@@ -181,7 +181,7 @@ func postgresOutage(t *testing.T, opts *journal.Options, wantGap bool) {
 			}
 			n := made.Add(1)
 			r, err := echo.Call(ctx, map[string]any{"text": fmt.Sprint("c", n)})
-			if err != nil || r.IsError {
+			if err != nil || r.Result.IsError {
 				failed.Add(1)
 			}
 			if want >= 0 && n >= want {
@@ -203,7 +203,7 @@ func postgresOutage(t *testing.T, opts *journal.Options, wantGap bool) {
 		errc := make(chan error, 1)
 		go func() {
 			r, err := sleep.Call(ctx, map[string]any{"gate": g.Path()})
-			if err == nil && r.IsError {
+			if err == nil && r.Result.IsError {
 				err = fmt.Errorf("sleep: %s", r.Text())
 			}
 			errc <- err

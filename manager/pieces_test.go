@@ -44,7 +44,7 @@ func TestScrubberRemovesResolvedValues(t *testing.T) {
 	res := resolveConfig(context.Background(), "s", events.ServerConfig{
 		Env:     map[string]string{"A": "TOKEN_VAR", "B": "x"},
 		Headers: map[string]string{"Authorization": "Bearer sekrit-123"},
-	}, ResolverFunc(func(_ context.Context, v string) (string, error) {
+	}, resolverFunc(func(_ context.Context, v string) (string, error) {
 		if v == "TOKEN_VAR" {
 			return "resolved-secret-value", nil
 		}
@@ -68,7 +68,7 @@ func TestScrubberRemovesHeaderCredential(t *testing.T) {
 	t.Setenv("MYVAR", "Hh7Plain9Tok2")
 	res := resolveConfig(context.Background(), "s", events.ServerConfig{
 		Headers: map[string]string{"Authorization": "Bearer Lit4Bearer8Tok", "X-Other": "Token ${MYVAR}"},
-	}, ResolverFunc(func(_ context.Context, v string) (string, error) {
+	}, resolverFunc(func(_ context.Context, v string) (string, error) {
 		return os.ExpandEnv(v), nil
 	}), discardLogger())
 	text := "token Lit4Bearer8Tok, other Hh7Plain9Tok2"
@@ -84,7 +84,7 @@ func TestScrubberRemovesHeaderCredential(t *testing.T) {
 func TestResolverErrorOmitsTheEntry(t *testing.T) {
 	res := resolveConfig(context.Background(), "s", events.ServerConfig{
 		Env: map[string]string{"KEEP": "v1", "DROP": "!fail"},
-	}, ResolverFunc(func(_ context.Context, v string) (string, error) {
+	}, resolverFunc(func(_ context.Context, v string) (string, error) {
 		if v == "!fail" {
 			return "", errors.New("command failed")
 		}

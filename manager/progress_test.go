@@ -19,7 +19,7 @@ func TestCallReportsProgress(t *testing.T) {
 	tool := e.m.Tools()[0]
 	got := make(chan Progress, 16)
 	res, err := tool.Call(WithProgress(ctx, func(p Progress) { got <- p }), map[string]any{"steps": 4})
-	if err != nil || res.IsError {
+	if err != nil || res.Result.IsError {
 		t.Fatalf("call: %v %+v", err, res)
 	}
 	// Notifications may trail the result (the go-sdk handles them
@@ -37,7 +37,7 @@ func TestCallReportsProgress(t *testing.T) {
 		}
 	}
 	plain, err := tool.Call(ctx, map[string]any{"steps": 2})
-	if err != nil || plain.IsError || !strings.Contains(string(plain.StructuredContent), `"notified":false`) {
+	if err != nil || plain.Result.IsError || !strings.Contains(string(structuredJSON(plain)), `"notified":false`) {
 		t.Fatalf("plain call: %v %+v", err, plain)
 	}
 }

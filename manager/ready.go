@@ -13,7 +13,7 @@ import (
 // initialize or the first tools/list failed, or it was disconnected). This
 // covers every server of the latest connect round, and of an earlier round
 // still pending, including servers started while WaitReady waits.
-// [Manager.WaitForConnection] covers one server's initialize only; the
+// waitForConnection covers one server's initialize only; the
 // startup gate returns before deferred servers have listed.
 //
 // WaitReady returns nil once everything settled, also when servers failed

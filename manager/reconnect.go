@@ -11,12 +11,12 @@ import (
 
 // Reconnect defaults.
 const (
-	DefaultReconnectInitial  = 500 * time.Millisecond
-	DefaultReconnectMax      = 30 * time.Second
-	DefaultReconnectJitter   = 0.2
-	DefaultBreakerAttempts   = 5
-	DefaultBreakerWindow     = 60 * time.Second
-	DefaultReconnectStableAt = 10 * time.Second
+	defaultReconnectInitial  = 500 * time.Millisecond
+	defaultReconnectMax      = 30 * time.Second
+	defaultReconnectJitter   = 0.2
+	defaultBreakerAttempts   = 5
+	defaultBreakerWindow     = 60 * time.Second
+	defaultReconnectStableAt = 10 * time.Second
 )
 
 // ReconnectPolicy says how a server that dropped comes back. The zero
@@ -29,18 +29,16 @@ type ReconnectPolicy struct {
 	// requested disconnect does.
 	Disabled bool
 	// Initial is the delay before the first retry, doubled for each
-	// failed one (default DefaultReconnectInitial); Max caps it (default
-	// DefaultReconnectMax).
+	// failed one (default 500ms); Max caps it (default 30s).
 	Initial, Max time.Duration
-	// Jitter spreads each delay by up to ± this fraction (default
-	// DefaultReconnectJitter); NoJitter makes delays exact, for tests
+	// Jitter spreads each delay by up to ± this fraction (default 0.2);
+	// NoJitter makes delays exact, for tests
 	// and golden streams.
 	Jitter   float64
 	NoJitter bool
 	// BreakerAttempts failed attempts within BreakerWindow stop the
-	// reconnects (defaults DefaultBreakerAttempts, DefaultBreakerWindow).
-	// A connection that drops within StableAfter of its connect counts as
-	// a failed attempt (default DefaultReconnectStableAt).
+	// reconnects (defaults 5 and 60s). A connection that drops within
+	// StableAfter of its connect counts as a failed attempt (default 10s).
 	BreakerAttempts int
 	BreakerWindow   time.Duration
 	StableAfter     time.Duration
@@ -49,25 +47,25 @@ type ReconnectPolicy struct {
 // withDefaults fills the zero fields of p.
 func (p ReconnectPolicy) withDefaults() ReconnectPolicy {
 	if p.Initial <= 0 {
-		p.Initial = DefaultReconnectInitial
+		p.Initial = defaultReconnectInitial
 	}
 	if p.Max <= 0 {
-		p.Max = DefaultReconnectMax
+		p.Max = defaultReconnectMax
 	}
 	if p.Jitter <= 0 {
-		p.Jitter = DefaultReconnectJitter
+		p.Jitter = defaultReconnectJitter
 	}
 	if p.NoJitter {
 		p.Jitter = 0
 	}
 	if p.BreakerAttempts <= 0 {
-		p.BreakerAttempts = DefaultBreakerAttempts
+		p.BreakerAttempts = defaultBreakerAttempts
 	}
 	if p.BreakerWindow <= 0 {
-		p.BreakerWindow = DefaultBreakerWindow
+		p.BreakerWindow = defaultBreakerWindow
 	}
 	if p.StableAfter <= 0 {
-		p.StableAfter = DefaultReconnectStableAt
+		p.StableAfter = defaultReconnectStableAt
 	}
 	return p
 }

@@ -226,7 +226,7 @@ func TestDropReconnectsAndToolsComeBack(t *testing.T) {
 		if n := len(e.m.Tools()); n != 6 {
 			t.Errorf("%d tools while reconnecting, want 6: none vanish", n)
 		}
-		time.Sleep(DefaultReconnectInitial)
+		time.Sleep(defaultReconnectInitial)
 		e.flush()
 		if st := e.m.Status("a"); st != projector.StatusConnected {
 			t.Fatalf("status after the reconnect: %s", st)
@@ -340,7 +340,7 @@ func TestCallDuringReconnectWaits(t *testing.T) {
 		if o := <-cutHold; o.text != "MCP error: MCP server disconnected: a" {
 			t.Errorf("cut-off call of a tool that is not read-only: %+v", o)
 		}
-		time.Sleep(DefaultReconnectInitial)
+		time.Sleep(defaultReconnectInitial)
 		if o := <-waiting; o.text != "ok" || o.err != nil {
 			t.Errorf("call during the reconnect: %+v", o)
 		}
@@ -409,10 +409,10 @@ func TestUnresponsiveServerIsReconnected(t *testing.T) {
 		defer e.close()
 		e.connect("a")
 		e.ds.set(e.ds.deaf, "a", true)
-		time.Sleep(DefaultHealthInterval + DefaultHealthTimeout)
+		time.Sleep(defaultHealthInterval + defaultHealthTimeout)
 		e.flush()
 		e.ds.set(e.ds.deaf, "a", false)
-		time.Sleep(DefaultReconnectInitial)
+		time.Sleep(defaultReconnectInitial)
 		e.flush()
 		want := droppedAndBack("unresponsive", "no answer to a health check within 10s")
 		if diff := cmp.Diff(want, e.story(events.TypeDisconnected)); diff != "" {
@@ -453,7 +453,7 @@ func TestHostResumedChecksRemoteServers(t *testing.T) {
 		mu.Lock()
 		jump = time.Hour
 		mu.Unlock()
-		time.Sleep(DefaultClockCheck + DefaultHealthTimeout)
+		time.Sleep(defaultClockCheck + defaultHealthTimeout)
 		e.flush()
 		got := e.story(events.TypeHostResumed)
 		if len(got) < 2 || got[0] != "HostResumed sleptMs=3600000" ||
@@ -477,7 +477,7 @@ func TestDropsThatComeTooSoonTripTheBreaker(t *testing.T) {
 			if i < 4 {
 				// Delays 0.5, 1, 2, 4 s: each unstable drop continues the
 				// backoff.
-				time.Sleep(DefaultReconnectInitial << i)
+				time.Sleep(defaultReconnectInitial << i)
 				e.flush()
 				if st := e.m.Status("a"); st != projector.StatusConnected {
 					t.Fatalf("after drop %d: %s", i+1, st)

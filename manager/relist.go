@@ -18,7 +18,7 @@ import (
 //     one re-list), and a list is recorded only when it differs from the
 //     last one recorded, so the store grows by one small event per
 //     interval at most.
-//   - Health checks every Options.HealthInterval, and at once when
+//   - Health checks every Options.Health.Interval, and at once when
 //     lc.checkNow is signalled (the host slept); see checkHealth.
 //   - The descendants of a stdio server, recorded (ProcessesSeen) when a
 //     scan answers: one at the start and one after each health check.
@@ -27,8 +27,8 @@ import (
 //     first lists.
 func (m *Manager) serve(s *server, lc *liveConn, last string) {
 	var tick <-chan time.Time
-	if m.opts.HealthInterval > 0 {
-		t := time.NewTicker(m.opts.HealthInterval)
+	if m.opts.Health.Interval > 0 {
+		t := time.NewTicker(m.opts.Health.Interval)
 		defer t.Stop()
 		tick = t.C
 	}

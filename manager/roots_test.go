@@ -15,14 +15,14 @@ import (
 func rootsOf(t *testing.T, e *env, server string) []string {
 	t.Helper()
 	r, err := tool(t, e.m, "mcp_"+server+"_roots").Call(testCtx(t), nil)
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("%s roots: %+v %v", server, r, err)
 	}
 	var ans struct {
 		Roots []struct{ URI, Name string }
 	}
-	if err := json.Unmarshal(r.StructuredContent, &ans); err != nil {
-		t.Fatalf("%s roots: %v (%s)", server, err, r.StructuredContent)
+	if err := json.Unmarshal(structuredJSON(r), &ans); err != nil {
+		t.Fatalf("%s roots: %v (%s)", server, err, structuredJSON(r))
 	}
 	var uris []string
 	for _, root := range ans.Roots {

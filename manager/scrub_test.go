@@ -23,7 +23,7 @@ func TestServerSuppliedTextsScrubbed(t *testing.T) {
 		inherited = "ghp_INHERITEDsecret1111"
 	)
 	t.Setenv("GITHUB_TOKEN", inherited)
-	resolver := ResolverFunc(func(_ context.Context, v string) (string, error) {
+	resolver := resolverFunc(func(_ context.Context, v string) (string, error) {
 		if c, ok := strings.CutPrefix(v, "!echo "); ok {
 			return c, nil
 		}
@@ -57,7 +57,7 @@ func TestServerSuppliedTextsScrubbed(t *testing.T) {
 		t.Fatalf("tools %v", toolNames(e.m.Tools()))
 	}
 	r, err := leak.Call(ctx, nil)
-	if err != nil || r.IsError || r.Text() != "called "+fixture.EchoEnvTool+"_"+literal {
+	if err != nil || r.Result.IsError || r.Text() != "called "+fixture.EchoEnvTool+"_"+literal {
 		t.Fatalf("call of %s: %+v %v", leak.Original, r, err)
 	}
 	if !json.Valid(leak.InputSchema) || !strings.Contains(string(leak.InputSchema), `"default":"`+events.Redacted+`"`) {

@@ -46,7 +46,7 @@ type server struct {
 	// unresponsive: the health check closed the connection (m.mu).
 	unresponsive bool
 	// flooded: the connection was closed for sending more than
-	// MaxDeclinedRequests a second (m.mu).
+	// maxDeclinedRequests a second (m.mu).
 	flooded bool
 	calls   callGroup // in-flight calls; joined under m.mu while !closing
 

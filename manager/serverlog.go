@@ -27,14 +27,14 @@ import (
 
 // Limits of server logs.
 const (
-	// MaxServerLogText is the longest text a ServerLog records, in bytes;
+	// maxServerLogText is the longest text a ServerLog records, in bytes;
 	// a longer message is cut with a marker giving its length.
-	MaxServerLogText = 4 << 10
-	// ServerLogRate is how many log messages of one connection are
+	maxServerLogText = 4 << 10
+	// serverLogRate is how many log messages of one connection are
 	// recorded (and logged) per second. The rest of that second's are
 	// dropped; one ServerLog (Dropped set) says how many, at the end of
 	// the second.
-	ServerLogRate = 20
+	serverLogRate = 20
 	// ServerLogsOff as [Options.ServerLogLevel] asks servers for no logs
 	// and records none.
 	ServerLogsOff events.LogLevel = "off"
@@ -128,7 +128,7 @@ func (m *Manager) serverLogHandler(s *server, lc *liveConn) func(context.Context
 		if logRank(level) < logRank(m.opts.ServerLogLevel) {
 			return // below what was asked for
 		}
-		ev := &events.ServerLog{Server: s.name, Level: level, Logger: boundText(lc.res, p.Logger, 256), Text: boundText(lc.res, logText(p.Data), MaxServerLogText)}
+		ev := &events.ServerLog{Server: s.name, Level: level, Logger: boundText(lc.res, p.Logger, 256), Text: boundText(lc.res, logText(p.Data), maxServerLogText)}
 		now := time.Now()
 		l := &lc.logs
 		m.mu.Lock()
@@ -139,7 +139,7 @@ func (m *Manager) serverLogHandler(s *server, lc *liveConn) func(context.Context
 		if l.start.IsZero() || now.Sub(l.start) >= time.Second {
 			l.start, l.n = now, 0
 		}
-		if l.n >= ServerLogRate {
+		if l.n >= serverLogRate {
 			l.dropped++
 			if l.dropped == 1 {
 				select {
@@ -201,10 +201,10 @@ func (m *Manager) serverLogLoop(s *server, lc *liveConn) {
 		}
 		m.emitDeferred("", &events.ServerLog{
 			Server: s.name, Level: events.LogWarning, Logger: "mcplife", Dropped: n,
-			Text: fmt.Sprintf("%d log messages dropped: the server sent more than %d in a second", n, ServerLogRate),
+			Text: fmt.Sprintf("%d log messages dropped: the server sent more than %d in a second", n, serverLogRate),
 		})
 		m.mu.Unlock()
-		m.log.Warn("MCP server log messages dropped", "server", s.name, "dropped", n, "limit", fmt.Sprintf("%d a second", ServerLogRate))
+		m.log.Warn("MCP server log messages dropped", "server", s.name, "dropped", n, "limit", fmt.Sprintf("%d a second", serverLogRate))
 	}
 }
 

@@ -153,7 +153,7 @@ func logsOf(t *testing.T, j *journal.Journal) []*events.ServerLog {
 func callLog(t *testing.T, m *Manager, args logArgs) {
 	t.Helper()
 	r, err := tool(t, m, "mcp_chatty_log").Call(context.Background(), args)
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("log call: %+v %v", r, err)
 	}
 }
@@ -186,7 +186,7 @@ func TestServerLogsRecorded(t *testing.T) {
 		if l := logs[1]; l.Level != events.LogWarning || l.Text != `{"ms":1200,"slow":true}` {
 			t.Errorf("warning log %+v", l)
 		}
-		if l := logs[2]; l.Level != events.LogCritical || len(l.Text) > MaxServerLogText+64 || !strings.HasSuffix(l.Text, "… [cut: 10000 bytes in all]") {
+		if l := logs[2]; l.Level != events.LogCritical || len(l.Text) > maxServerLogText+64 || !strings.HasSuffix(l.Text, "… [cut: 10000 bytes in all]") {
 			t.Errorf("critical log of %d bytes ends %q", len(l.Text), l.Text[max(0, len(l.Text)-40):])
 		}
 		want := []string{
@@ -208,7 +208,7 @@ func TestServerLogsRecorded(t *testing.T) {
 	})
 }
 
-// TestServerLogFloodIsBounded: of a burst of log messages, ServerLogRate
+// TestServerLogFloodIsBounded: of a burst of log messages, serverLogRate
 // a second are recorded; one more ServerLog, at the end of the second,
 // says how many were dropped, and the next second records again.
 func TestServerLogFloodIsBounded(t *testing.T) {
@@ -217,16 +217,16 @@ func TestServerLogFloodIsBounded(t *testing.T) {
 		m, j := logEnv(t, &logServer{}, Options{}, recs)
 		callLog(t, m, logArgs{Level: "info", Text: "flood", Count: 100})
 		synctest.Wait()
-		if n := len(logsOf(t, j)); n != ServerLogRate {
-			t.Fatalf("%d ServerLog events within the second, want %d", n, ServerLogRate)
+		if n := len(logsOf(t, j)); n != serverLogRate {
+			t.Fatalf("%d ServerLog events within the second, want %d", n, serverLogRate)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
 		logs := logsOf(t, j)
-		if len(logs) != ServerLogRate+1 {
-			t.Fatalf("%d ServerLog events after the second, want %d", len(logs), ServerLogRate+1)
+		if len(logs) != serverLogRate+1 {
+			t.Fatalf("%d ServerLog events after the second, want %d", len(logs), serverLogRate+1)
 		}
-		if l := logs[ServerLogRate]; l.Dropped != 100-ServerLogRate || l.Level != events.LogWarning || l.Logger != "mcplife" || !strings.Contains(l.Text, "80 log messages dropped") {
+		if l := logs[serverLogRate]; l.Dropped != 100-serverLogRate || l.Level != events.LogWarning || l.Logger != "mcplife" || !strings.Contains(l.Text, "80 log messages dropped") {
 			t.Errorf("drop summary %+v", l)
 		}
 		if got := recs.serverLogs("MCP server log messages dropped"); len(got) != 1 || !strings.Contains(got[0], "dropped=80") {
@@ -234,8 +234,8 @@ func TestServerLogFloodIsBounded(t *testing.T) {
 		}
 		callLog(t, m, logArgs{Level: "info", Text: "again", Count: 3})
 		synctest.Wait()
-		if logs := logsOf(t, j); len(logs) != ServerLogRate+4 || logs[len(logs)-1].Text != "again" {
-			t.Errorf("%d ServerLog events in the next second, want %d", len(logs), ServerLogRate+4)
+		if logs := logsOf(t, j); len(logs) != serverLogRate+4 || logs[len(logs)-1].Text != "again" {
+			t.Errorf("%d ServerLog events in the next second, want %d", len(logs), serverLogRate+4)
 		}
 	})
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/mcplife/mcplife/internal/proc"
 )
 
-// DefaultMaxMessageSize is the default of [Options.MaxMessageSize]: 16 MiB,
+// defaultMaxMessageSize is the default of [Options.MaxMessageSize]: 16 MiB,
 // the go-sdk's own default bound on one line.
-const DefaultMaxMessageSize = 16 << 20
+const defaultMaxMessageSize = 16 << 20
 
 // Teardown timings of stdio servers (see [proc.Options]). Variables, not
 // constants, so tests of the signal path need not wait for the defaults.
@@ -42,7 +42,7 @@ type stdioTransport struct {
 	log  *slog.Logger  // the server's logger (nil: discard)
 	proc *proc.Process // set by Connect
 	// server names the server in errors; maxMessage is the longest line
-	// of stdout passed on (0: [DefaultMaxMessageSize]; see
+	// of stdout passed on (0: 16 MiB; see
 	// [proc.JSONLines]).
 	server     string
 	maxMessage int
@@ -67,7 +67,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	limit := t.maxMessage
 	if limit <= 0 {
-		limit = DefaultMaxMessageSize
+		limit = defaultMaxMessageSize
 	}
 	lines := proc.NewJSONLines(p.Stdout(), t.server, limit, p.Stderr(), log)
 	// The filter bounds every line it passes, and answers a request whose

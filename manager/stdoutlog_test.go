@@ -36,7 +36,7 @@ func TestStdoutLogLinesAreSkipped(t *testing.T) {
 	}
 	for _, text := range []string{"one", "two", "three"} {
 		r, err := tool(t, e.m, "mcp_chatty_echo").Call(ctx, map[string]any{"text": text})
-		if err != nil || r.IsError || r.Text() != text {
+		if err != nil || r.Result.IsError || r.Text() != text {
 			t.Fatalf("echo %s: %+v %v", text, r, err)
 		}
 	}

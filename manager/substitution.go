@@ -41,23 +41,13 @@ type Expander interface {
 	Expand(value string) (expanded string, subst []string)
 }
 
-// PassThrough is the default [Resolver]: every value is used literally.
-type PassThrough struct{}
+// noResolver is the default [Resolver]: every value is used literally.
+type noResolver struct{}
 
 // Resolve returns value unchanged.
-func (PassThrough) Resolve(_ context.Context, value string) (string, error) { return value, nil }
+func (noResolver) Resolve(_ context.Context, value string) (string, error) { return value, nil }
 
-// ResolverFunc adapts a function to [Resolver].
-type ResolverFunc func(ctx context.Context, value string) (string, error)
-
-// Resolve calls f.
-func (f ResolverFunc) Resolve(ctx context.Context, value string) (string, error) {
-	return f(ctx, value)
-}
-
-var _ Resolver = PassThrough{}
-
-var _ Resolver = ResolverFunc(nil)
+var _ Resolver = noResolver{}
 
 // resolved is one connect attempt's substituted configuration. Every
 // substituted value is a secret: it goes to the child process or the HTTP

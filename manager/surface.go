@@ -257,7 +257,7 @@ func (m *Manager) Complete(ctx context.Context, server string, params *mcp.Compl
 
 // SubscribeResource asks the named server to tell of changes to a
 // resource; they become ResourceUpdated events and calls of
-// Options.OnResourceUpdated, at most one per [ResourceUpdateInterval]
+// Options.OnResourceUpdated, at most one per second
 // (updates in between are coalesced). Updates of resources the session
 // did not subscribe to are dropped and counted.
 func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {

@@ -183,7 +183,7 @@ func TestDefaultTimeoutOnFakeClock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if elapsed := time.Since(start); elapsed != DefaultTimeout {
+		if elapsed := time.Since(start); elapsed != defaultTimeout {
 			t.Errorf("returned after %v", elapsed)
 		}
 		if got, want := fmt.Sprint(res.Errors["stuck"]), `Connection to MCP server "stuck" timed out after 30000ms`; got != want {

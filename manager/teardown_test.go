@@ -109,7 +109,7 @@ func testConcurrentLifecycleCalls(t *testing.T, gate time.Duration) {
 	// Once the late lists of deferred servers arrived, every server is
 	// connected with live tools, and the live view still equals a replay.
 	for _, c := range configs {
-		if err := e.m.WaitForConnection(ctx, c.Name); err != nil {
+		if err := e.m.waitForConnection(ctx, c.Name); err != nil {
 			t.Fatal(err)
 		}
 	}

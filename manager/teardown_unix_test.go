@@ -23,12 +23,12 @@ import (
 func processInfo(t *testing.T, m *Manager, server string) fixture.ProcessInfo {
 	t.Helper()
 	r, err := tool(t, m, "mcp_"+server+"_pid").Call(testCtx(t), nil)
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("pid: %+v %v", r, err)
 	}
 	var info fixture.ProcessInfo
-	if err := json.Unmarshal(r.StructuredContent, &info); err != nil {
-		t.Fatalf("pid result %s: %v", r.StructuredContent, err)
+	if err := json.Unmarshal(structuredJSON(r), &info); err != nil {
+		t.Fatalf("pid result %s: %v", structuredJSON(r), err)
 	}
 	return info
 }

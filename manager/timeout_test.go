@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,11 @@ func TestToolTimeoutCancelsTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a timed out call is a result, not an error: %v", err)
 	}
-	if want := `MCP error: Tool call sleep of MCP server "slow" timed out after 300ms`; !r.IsError || r.Text() != want {
+	if want := `MCP error: Tool call sleep of MCP server "slow" timed out after 300ms`; !r.Result.IsError || r.Text() != want {
 		t.Fatalf("result %q, want %q", r.Text(), want)
+	}
+	if !errors.Is(r.Err, ErrTimeout) {
+		t.Errorf("Err %v, want one matching ErrTimeout", r.Err)
 	}
 	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Errorf("returned after %v, before the timeout", took)
@@ -54,21 +58,21 @@ func TestStartupTimeoutDefaults(t *testing.T) {
 		cfg  events.ServerConfig
 		want time.Duration
 	}{
-		{events.ServerConfig{Command: "node"}, DefaultTimeout},
-		{events.ServerConfig{Command: "npx"}, DefaultPackageRunnerTimeout},
-		{events.ServerConfig{Command: "/usr/local/bin/uvx"}, DefaultPackageRunnerTimeout},
-		{events.ServerConfig{Command: `C:\tools\bunx.cmd`}, DefaultPackageRunnerTimeout},
-		{events.ServerConfig{Command: "pipx.exe"}, DefaultPackageRunnerTimeout},
-		{events.ServerConfig{Command: "npx-helper"}, DefaultTimeout},
+		{events.ServerConfig{Command: "node"}, defaultTimeout},
+		{events.ServerConfig{Command: "npx"}, defaultPackageRunnerTimeout},
+		{events.ServerConfig{Command: "/usr/local/bin/uvx"}, defaultPackageRunnerTimeout},
+		{events.ServerConfig{Command: `C:\tools\bunx.cmd`}, defaultPackageRunnerTimeout},
+		{events.ServerConfig{Command: "pipx.exe"}, defaultPackageRunnerTimeout},
+		{events.ServerConfig{Command: "npx-helper"}, defaultTimeout},
 		{events.ServerConfig{Command: "npx", TimeoutMs: &five}, 5 * time.Second},
-		{events.ServerConfig{URL: "https://h/mcp"}, DefaultTimeout},
+		{events.ServerConfig{URL: "https://h/mcp"}, defaultTimeout},
 	} {
 		if got := timeoutOf(tc.cfg); got != tc.want {
 			t.Errorf("%q: startup timeout %v, want %v", tc.cfg.Command, got, tc.want)
 		}
 	}
 	zero := int64(0)
-	for cfg, want := range map[*int64]time.Duration{nil: DefaultToolTimeout, &five: 5 * time.Second, &zero: 0} {
+	for cfg, want := range map[*int64]time.Duration{nil: defaultToolTimeout, &five: 5 * time.Second, &zero: 0} {
 		if got := toolTimeoutOf(events.ServerConfig{ToolTimeoutMs: cfg}); got != want {
 			t.Errorf("tool timeout of %v: %v, want %v", cfg, got, want)
 		}

@@ -76,15 +76,17 @@ func (t *Tool) Path() string {
 // value that marshals to a JSON object, or nil for none) and returns the
 // full result, every content kind as the server sent it. Only a result
 // whose text is over the server's output budget (config MaxOutputBytes,
-// default [DefaultMaxOutputBytes]) is changed: its text is cut, a marker
+// default 256 KiB) is changed: its text is cut, a marker
 // item names the file holding the whole result, and Truncated is set.
 //
-// Transport and protocol errors, a server that is not connected, and a
-// server that drops during the call all become a result with IsError set
-// whose text starts with [ErrorPrefix]; the error return is then nil. A
-// tool's own failure is the server's result with IsError set. When ctx is
-// cancelled or expires, Call returns ctx.Err() (context.Canceled), never a
-// result.
+// Transport and protocol errors, a server that is not connected, a
+// server that drops during the call and the call's own timeout all become
+// a result with Err set (match it with [errors.Is]: ErrNotConnected,
+// ErrDisconnected, ErrTimeout) and a Result with IsError set whose text
+// starts with [ErrorPrefix], for the agent; the error return is then nil.
+// A tool's own failure is the server's result with IsError set and Err
+// nil. When ctx is cancelled or expires, Call returns ctx.Err()
+// (context.Canceled), never a result.
 //
 // A deferred tool first waits for its server's connection, bounded by
 // that server's connect timeout. ToolCallStarted and ToolCallFinished,
@@ -112,13 +114,13 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return errorResult(err.Error()), nil
+			return errorResult(err), nil
 		}
 		m.mu.Lock()
 	}
 	if s == nil || !s.calls.join(s) {
 		m.mu.Unlock()
-		return errorResult(notConnected(t.Server).Error()), nil
+		return errorResult(notConnected(t.Server)), nil
 	}
 	deferred := s.conn == nil
 	m.mu.Unlock()
@@ -173,8 +175,9 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		// The call's own timeout, not the caller's context.
-		res = errorResult(fmt.Sprintf("Tool call %s of MCP server %q timed out after %dms", t.Original, t.Server, limit.Milliseconds()))
-		errText, err = res.Content[0].Text, nil
+		res = errorResult(&ServerError{Server: t.Server, Op: OpCall, Err: &scrubbedError{
+			msg: fmt.Sprintf("Tool call %s of MCP server %q timed out after %dms", t.Original, t.Server, limit.Milliseconds()), cause: ErrTimeout}})
+		errText, err = res.Text(), nil
 	}
 	fin := &events.ToolCallFinished{Server: t.Server, Tool: t.Original, Duration: m.now().Sub(begin), Retried: retried}
 	if err == nil && errText == "" { // the server's own result
@@ -183,7 +186,7 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	switch {
 	case err != nil:
 		fin.Cancelled, fin.Error = true, err.Error()
-	case res.IsError:
+	case res.Result.IsError:
 		fin.IsError, fin.Error = true, errText
 	}
 	m.emitDeferred(id, fin)
@@ -193,7 +196,7 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 // toolTimeoutOf returns the tool-call timeout of cfg; 0 means none.
 func toolTimeoutOf(cfg events.ServerConfig) time.Duration {
 	if cfg.ToolTimeoutMs == nil {
-		return DefaultToolTimeout
+		return defaultToolTimeout
 	}
 	if *cfg.ToolTimeoutMs <= 0 {
 		return 0
@@ -222,16 +225,16 @@ func retryable(annotations json.RawMessage) bool {
 // not recorded); dropped reports a call cut off by the end of the
 // connection.
 func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, deferred bool) (res *CallResult, errText string, dropped bool, err error) {
-	fail := func(msg string) (*CallResult, string, bool, error) {
-		r := errorResult(msg)
-		return r, r.Content[0].Text, false, nil
+	fail := func(e error) (*CallResult, string, bool, error) {
+		r := errorResult(e)
+		return r, r.Text(), false, nil
 	}
 	if deferred {
 		if err := m.awaitConnect(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return nil, "", false, ctx.Err()
 			}
-			return fail(err.Error())
+			return fail(err)
 		}
 	}
 	m.mu.Lock()
@@ -242,7 +245,7 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	}
 	m.mu.Unlock()
 	if lc == nil {
-		return fail(notConnected(s.name).Error())
+		return fail(notConnected(s.name))
 	}
 	// The teardown cancels s.ctx: in-flight calls end at once.
 	cctx, cancel := context.WithCancel(ctx)
@@ -267,15 +270,15 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 			return nil, "", false, ctx.Err()
 		}
 		if connectionEnded(ctx, s, lc, cerr) {
-			res, errText, _, err = fail(fmt.Sprintf("%s: %s", ErrDisconnected, s.name))
+			res, errText, _, err = fail(&ServerError{Server: s.name, Op: OpCall, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
 			return res, errText, true, err
 		}
 		if ctx.Err() != nil {
 			return nil, "", false, ctx.Err()
 		}
-		return fail(lc.res.scrubText(cerr.Error()))
+		return fail(&ServerError{Server: s.name, Op: OpCall, Err: &scrubbedError{msg: lc.res.scrubText(cerr.Error()), cause: cerr}})
 	}
-	return convertResult(r), "", false, nil
+	return &CallResult{Result: r}, "", false, nil
 }
 
 // awaitConnect waits for s's connect to settle and returns its error. It

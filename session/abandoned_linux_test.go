@@ -501,3 +501,42 @@ func TestReapAbandonedKillsWhatWasBornIntoTheServersGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestStartKeepAbandonedLeavesThemAlone: with KeepAbandoned, Start records
+// its host as ever but neither marks an abandoned session nor kills the
+// process it left running.
+func TestStartKeepAbandonedLeavesThemAlone(t *testing.T) {
+	j, st := newJournal(t)
+	server := startSleeper(t)
+	record(t, j, "old",
+		&events.SessionStarted{Host: deadHost(t)},
+		&events.ServerConnected{Server: "a", Pid: server.id.Pid, Pgid: server.id.Pgid, StartTime: server.id.StartTime},
+	)
+	s, err := session.Start(t.Context(), j, &session.Options{Servers: []events.ServerConfig{}, KeepAbandoned: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	_, evs := streamEvents(t, st, s.ID())
+	if started, ok := evs[0].(*events.SessionStarted); !ok || started.Host == nil {
+		t.Errorf("first event %#v, want SessionStarted with a host", evs[0])
+	}
+	if types, _ := streamEvents(t, st, "old"); !slices.Equal(types, []string{events.TypeSessionStarted, events.TypeServerConnected}) {
+		t.Errorf("old session's events %v, want them unchanged", types)
+	}
+	// Start reaps before it returns, so nothing is pending: the process
+	// runs now or it never will be killed by this session.
+	if !server.running() {
+		t.Error("the abandoned session's server was killed")
+	}
+	// The same store without the option reaps it, so the fixture was a
+	// reapable one.
+	s2, err := session.Start(t.Context(), j, &session.Options{Servers: []events.ServerConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(context.Background())
+	if !server.exitedWithin(10 * time.Second) {
+		t.Error("the abandoned session's server still runs after a Start without KeepAbandoned")
+	}
+}

@@ -269,11 +269,11 @@ func (s *Session) search(ctx context.Context, args json.RawMessage) (*manager.Ca
 	if err != nil {
 		return nil, fmt.Errorf("session: search result: %w", err)
 	}
-	return &manager.CallResult{Content: []manager.Content{{Type: manager.ContentText, Text: string(text)}}, StructuredContent: text}, nil
+	return textResult(string(text), text), nil
 }
 
 func toolError(msg string) *manager.CallResult {
-	return &manager.CallResult{Content: []manager.Content{{Type: manager.ContentText, Text: SearchToolName + ": " + msg}}, IsError: true}
+	return metaError(SearchToolName, msg)
 }
 
 // ErrUnknownTool is wrapped by [Session.LoadTools] for names the session's
@@ -328,7 +328,7 @@ func (s *Session) activate(ctx context.Context, names []string, by events.Activa
 	if len(load) == 0 {
 		return nil, nil
 	}
-	if err := s.mgr.Record(ctx, &events.ToolsActivated{Tools: load, By: by}); err != nil {
+	if err := s.mgr.RecordSession(ctx, &events.ToolsActivated{Tools: load, By: by}); err != nil {
 		return nil, fmt.Errorf("session: load tools: %w", err)
 	}
 	s.refreshFamily()

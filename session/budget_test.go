@@ -74,7 +74,7 @@ func callJSON(t *testing.T, s *session.Session, name string, args string, out an
 		t.Fatalf("%s is not exposed; tools: %v", name, names(s.Tools()))
 	}
 	res, err := tool.Call(t.Context(), json.RawMessage(args))
-	if err != nil || res.IsError {
+	if err != nil || res.Result.IsError {
 		t.Fatalf("call %s: %v %+v", name, err, res)
 	}
 	if out != nil {
@@ -167,7 +167,7 @@ func TestToolBudgetOverBudgetSearchLoads(t *testing.T) {
 
 	// Bad arguments are the tool's error, not the session's.
 	search, _ := s.Tool(session.SearchToolName)
-	if res, err := search.Call(t.Context(), json.RawMessage(`{"server":"big"}`)); err != nil || !res.IsError || !strings.Contains(res.Text(), "query") {
+	if res, err := search.Call(t.Context(), json.RawMessage(`{"server":"big"}`)); err != nil || !res.Result.IsError || !strings.Contains(res.Text(), "query") {
 		t.Errorf("search without query: %v %+v", err, res)
 	}
 

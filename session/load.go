@@ -129,7 +129,7 @@ func discoverAndRecord(ctx context.Context, m *manager.Manager, opts loader.Opti
 	d, err := loader.LoadConfigs(ctx, opts)
 	if err != nil {
 		msg := events.RedactText(err.Error())
-		if rerr := m.Record(context.WithoutCancel(ctx), &events.DiscoveryFailed{Path: DiscoveryErrorPath, Error: msg}); rerr != nil {
+		if rerr := m.RecordDiscovery(context.WithoutCancel(ctx), &events.DiscoveryFailed{Path: DiscoveryErrorPath, Error: msg}); rerr != nil {
 			return nil, fmt.Errorf("%w (and it was not recorded: %v)", err, rerr)
 		}
 		return nil, err
@@ -138,7 +138,7 @@ func discoverAndRecord(ctx context.Context, m *manager.Manager, opts loader.Opti
 	for _, fe := range d.Errors {
 		evs = append(evs, &events.DiscoveryFailed{Path: fe.Path, Error: events.RedactText(fe.Error)})
 	}
-	if err := m.Record(ctx, evs...); err != nil {
+	if err := m.RecordDiscovery(ctx, evs...); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/manager"
 )
@@ -153,10 +155,15 @@ func (s *Session) callTool(ctx context.Context, args json.RawMessage) (*manager.
 	return t.Call(ctx, in.Arguments)
 }
 
+// textResult is a result of the session's own tools: text, and the same
+// JSON as structuredContent.
 func textResult(text string, structured json.RawMessage) *manager.CallResult {
-	return &manager.CallResult{Content: []manager.Content{{Type: manager.ContentText, Text: text}}, StructuredContent: structured}
+	return &manager.CallResult{Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}}
 }
 
+// metaError is a result of the session's own tools reporting bad input,
+// for the model to correct: a tool's own failure, not a client-side one
+// (Err stays nil).
 func metaError(tool, msg string) *manager.CallResult {
-	return &manager.CallResult{Content: []manager.Content{{Type: manager.ContentText, Text: tool + ": " + msg}}, IsError: true}
+	return &manager.CallResult{Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tool + ": " + msg}}, IsError: true}}
 }

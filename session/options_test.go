@@ -107,7 +107,7 @@ func TestLoaderEnvReachesConnect(t *testing.T) {
 		t.Fatalf("tools = %v", names(s.Tools()))
 	}
 	res, err := tool.Call(t.Context(), json.RawMessage(`{"name":"GREETING"}`))
-	if err != nil || res.IsError || !strings.Contains(res.Text(), "hello from Env") {
+	if err != nil || res.Result.IsError || !strings.Contains(res.Text(), "hello from Env") {
 		t.Fatalf("env GREETING: %v %+v", err, res)
 	}
 }

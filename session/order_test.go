@@ -147,7 +147,7 @@ func TestCallToolMode(t *testing.T) {
 		t.Errorf("list of b: %s", res.Text())
 	}
 
-	if res := call(session.CallToolName, `{"name":"mcp_a_echo","arguments":{"text":"through the call tool"}}`); res.IsError || res.Text() != "through the call tool" {
+	if res := call(session.CallToolName, `{"name":"mcp_a_echo","arguments":{"text":"through the call tool"}}`); res.Result.IsError || res.Text() != "through the call tool" {
 		t.Errorf("call_tool echo: %+v", res)
 	}
 	for args, want := range map[string]string{
@@ -156,7 +156,7 @@ func TestCallToolMode(t *testing.T) {
 		`{"name":"mcp_a_echo","arguments":"hi"}`:  `"arguments" must be an object`,
 		`{"name":"` + session.CallToolName + `"}`: "(call it directly)",
 	} {
-		if res := call(session.CallToolName, args); !res.IsError || !strings.Contains(res.Text(), want) {
+		if res := call(session.CallToolName, args); !res.Result.IsError || !strings.Contains(res.Text(), want) {
 			t.Errorf("call_tool %s: %+v, want an error result saying %q", args, res, want)
 		}
 	}

@@ -60,7 +60,7 @@ func TestToolBudgetRealServers(t *testing.T) {
 
 	search, _ := tight.Tool(session.SearchToolName)
 	res, err := search.Call(t.Context(), json.RawMessage(`{"query":"list the files in a directory","limit":3}`))
-	if err != nil || res.IsError {
+	if err != nil || res.Result.IsError {
 		t.Fatalf("search: %v %+v", err, res)
 	}
 	var out searchOut

@@ -128,6 +128,13 @@ type Options struct {
 	// Watcher configures the config watcher of WatchConfig (nil means
 	// defaults; an unset Logger is the session's).
 	Watcher *loader.WatcherOptions
+	// KeepAbandoned leaves the sessions that killed hosts left open
+	// alone: Start neither marks them abandoned nor kills the processes
+	// they left running ([ReapAbandoned] still can, when called). false
+	// (the default) reaps them at Start. Set it when another process
+	// owns that cleanup, or when the store is shared with hosts whose
+	// processes this one must never touch.
+	KeepAbandoned bool
 }
 
 // Session is one agent session. All methods are safe for concurrent use.
@@ -178,11 +185,11 @@ type Session struct {
 // holds opts.Tools. Otherwise it creates the session's manager, records
 // SessionStarted with this process as its host, reaps the sessions that
 // killed hosts left open ([ReapAbandoned], at best effort: a failure is
-// logged), discovers servers (or takes opts.Servers), records what
-// it found and connects the servers, returning at the startup gate; each
-// per-server error is logged and kept in [Session.LoadResult]. It
-// subscribes to the manager's updates, so later connects, drops and list
-// changes refresh its tools.
+// logged; not with Options.KeepAbandoned), discovers servers (or takes
+// opts.Servers), records what it found and connects the servers,
+// returning at the startup gate; each per-server error is logged and kept
+// in [Session.LoadResult]. It subscribes to the manager's updates, so
+// later connects, drops and list changes refresh its tools.
 //
 // A nil j records into the default event store, the one `mcp-audit`
 // reads when given no --db, so `mcp-audit sessions` lists the session:
@@ -338,12 +345,14 @@ func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, 
 	if len(mo.Roots) > 0 {
 		started.Options[RootsOption] = recordedRoots(mo.Roots, mo.Cwd)
 	}
-	if err := m.Record(ctx, started); err != nil {
+	if err := m.RecordSession(ctx, started); err != nil {
 		m.Close(context.WithoutCancel(ctx))
 		return fmt.Errorf("session: %w", err)
 	}
 	// Before any server starts: what a killed host left running goes first.
-	reapAbandonedAtStart(ctx, j, s.id, log)
+	if !o.KeepAbandoned {
+		reapAbandonedAtStart(ctx, j, s.id, log)
+	}
 	if err := s.follow(); err != nil {
 		s.closeOwned(ctx)
 		return err
@@ -693,7 +702,7 @@ func (s *Session) closeOwned(ctx context.Context) error {
 		rctx, cancel = context.WithDeadline(rctx, dl)
 	}
 	defer cancel()
-	if rerr := s.mgr.Record(rctx, &events.SessionClosed{Reason: "closed"}); rerr != nil {
+	if rerr := s.mgr.RecordSession(rctx, &events.SessionClosed{Reason: "closed"}); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	if s.closeJournal != nil {

@@ -173,7 +173,7 @@ func TestLateServerReachesSessionBySubscription(t *testing.T) {
 	}
 	echo, _ := s.Tool("mcp_fast_echo")
 	res, err := echo.Call(t.Context(), json.RawMessage(`{"text":"hi"}`))
-	if err != nil || res.IsError || !strings.Contains(res.Text(), "hi") {
+	if err != nil || res.Result.IsError || !strings.Contains(res.Text(), "hi") {
 		t.Fatalf("call mcp_fast_echo: %v %+v", err, res)
 	}
 }

@@ -205,7 +205,7 @@ func (w *configWatch) apply(ctx context.Context, paths []string, r discoveryResu
 		}
 		if err != nil {
 			w.log.Warn("MCP config change not applied; servers keep running", "paths", paths, "error", events.RedactText(err.Error()))
-			if rerr := w.mgr.ConfigChangeFailed(paths, err); rerr != nil && !errors.Is(rerr, manager.ErrClosed) {
+			if rerr := w.mgr.RecordConfigError(paths, err); rerr != nil && !errors.Is(rerr, manager.ErrClosed) {
 				w.log.Error("MCP config change not recorded", "error", rerr)
 			}
 			return
@@ -223,7 +223,7 @@ func (w *configWatch) apply(ctx context.Context, paths []string, r discoveryResu
 			w.log.Error("MCP tool load failed", "path", "mcp:"+name, "error", res.Errors[name])
 		}
 		if evs := newSkips(w.last, d); len(evs) > 0 {
-			if err := w.mgr.Record(ctx, evs...); err != nil && ctx.Err() == nil {
+			if err := w.mgr.RecordDiscovery(ctx, evs...); err != nil && ctx.Err() == nil {
 				w.log.Error("MCP config change: record skipped servers", "error", err)
 			}
 		}

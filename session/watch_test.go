@@ -81,7 +81,11 @@ func sessionPid(t *testing.T, s *session.Session, server string) int {
 		t.Fatal(err)
 	}
 	var info fixture.ProcessInfo
-	if err := json.Unmarshal(r.StructuredContent, &info); err != nil {
+	b, err := json.Marshal(r.Result.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
 		t.Fatal(err)
 	}
 	return info.PID

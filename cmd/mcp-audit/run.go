@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
@@ -88,8 +90,8 @@ type runCallJSON struct {
 	Server            string            `json:"server"`
 	Tool              string            `json:"tool"`
 	IsError           bool              `json:"isError"`
-	Content           []manager.Content `json:"content"`
-	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent any               `json:"structuredContent,omitempty"`
 	// Truncated and FullOutput: the server's output budget cut the
 	// result's text; the file holds the whole result.
 	Truncated  bool   `json:"truncated,omitempty"`
@@ -234,7 +236,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	}
 	s, err := session.Start(ctx, j, &session.Options{
 		ID: id, Loader: lopts, ToolBudget: o.budget,
-		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, OAuth: authz, InteractiveAuth: o.login, Logger: logger, Roots: roots},
+		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, Auth: manager.AuthOptions{OAuth: authz, Interactive: o.login}, Logger: logger, Roots: roots},
 		WatchConfig: o.watch && !o.once,
 	})
 	if err != nil {
@@ -529,28 +531,34 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 	if err != nil {
 		return nil, fmt.Errorf("--call %s/%s: %w", server, tool, err)
 	}
-	out := &runCallJSON{Server: server, Tool: tool, IsError: res.IsError, Content: res.Content, StructuredContent: res.StructuredContent,
-		Truncated: res.Truncated, FullOutput: res.FullOutput}
-	if out.Content == nil {
-		out.Content = []manager.Content{}
+	out := &runCallJSON{Server: server, Tool: tool, IsError: res.Result.IsError, Content: []json.RawMessage{},
+		StructuredContent: res.Result.StructuredContent, Truncated: res.Truncated, FullOutput: res.FullOutput}
+	for _, c := range res.Result.Content {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("--call %s/%s: encode the result: %w", server, tool, err)
+		}
+		out.Content = append(out.Content, b)
 	}
 	if !g.json {
 		verdict := g.paint(colorGreen, "ok")
-		if res.IsError {
+		if res.Result.IsError {
 			verdict = g.paint(colorRed, "error")
 		}
 		fmt.Fprintf(g.stdout, "\ncall %s (%s/%s): %s\n", escapeLine(target.Name), escapeLine(server), escapeLine(tool), verdict)
 		body, marker := res, ""
-		if res.Truncated { // the marker, the last text item, gets a line of its own
-			body = &manager.CallResult{Content: res.Content[:len(res.Content)-1]}
-			marker = res.Content[len(res.Content)-1].Text
+		if content := res.Result.Content; res.Truncated && len(content) > 0 { // the marker, the last text item, gets a line of its own
+			if t, ok := content[len(content)-1].(*mcp.TextContent); ok {
+				body = &manager.CallResult{Result: &mcp.CallToolResult{Content: content[:len(content)-1]}}
+				marker = t.Text
+			}
 		}
 		for line := range strings.SplitSeq(clip(body.Text(), 2000), "\n") {
 			fmt.Fprintf(g.stdout, "  %s\n", escapeText(line))
 		}
-		for _, c := range res.Content {
-			if c.Type != manager.ContentText {
-				fmt.Fprintf(g.stdout, "  [%s]\n", escapeLine(fmt.Sprintf("%s %s %s", c.Type, c.MIMEType, c.URI)))
+		for _, c := range res.Result.Content {
+			if _, ok := c.(*mcp.TextContent); !ok {
+				fmt.Fprintf(g.stdout, "  [%s]\n", escapeLine(contentSummary(c)))
 			}
 		}
 		if marker != "" {
@@ -558,6 +566,20 @@ func callTool1(ctx context.Context, g *globals, s *session.Session, server, tool
 		}
 	}
 	return out, nil
+}
+
+// contentSummary describes a content item that is not text by its type,
+// MIME type and URI, as the server sent them (empty when absent).
+func contentSummary(c mcp.Content) string {
+	var item struct {
+		Type     string `json:"type"`
+		MIMEType string `json:"mimeType"`
+		URI      string `json:"uri"`
+	}
+	if b, err := json.Marshal(c); err == nil {
+		json.Unmarshal(b, &item)
+	}
+	return fmt.Sprintf("%s %s %s", item.Type, item.MIMEType, item.URI)
 }
 
 // printLoadErrors prints the errors of the initial load, one line each:

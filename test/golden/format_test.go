@@ -1,6 +1,7 @@
 package golden
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -201,9 +202,13 @@ func formatCall(res *manager.CallResult) string {
 	if len(text) > 300 {
 		text = text[:300] + fmt.Sprintf("…(%d bytes)", len(text))
 	}
-	s := fmt.Sprintf("isError=%t text=%q", res.IsError, text)
-	if len(res.StructuredContent) > 0 {
-		s += " structured=" + string(res.StructuredContent)
+	s := fmt.Sprintf("isError=%t text=%q", res.Result.IsError, text)
+	if res.Result.StructuredContent != nil {
+		b, err := json.Marshal(res.Result.StructuredContent)
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		s += " structured=" + string(b)
 	}
 	return s
 }

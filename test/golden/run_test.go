@@ -302,7 +302,7 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		Reconnect: r.reconnect,
 		Logger:    slog.New(r.logs),
 		OnGate:    r.decided.add,
-		OAuth:     authorizer,
+		Auth:      manager.AuthOptions{OAuth: authorizer},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -71,11 +71,11 @@ func (e *env) checkHealthy(ctx context.Context) {
 		e.T.Fatalf("healthy tools = %v", names)
 	}
 	res, err := e.tool("mcp_healthy_echo").Call(ctx, map[string]any{"text": "still fine"})
-	if err != nil || res.IsError || res.Text() != "still fine" {
+	if err != nil || res.Result.IsError || res.Text() != "still fine" {
 		e.T.Fatalf("healthy echo: %+v, %v", res, err)
 	}
 	res, err = e.tool("mcp_healthy_add").Call(ctx, map[string]any{"a": 2, "b": 3})
-	if err != nil || res.IsError || res.Text() != "5" {
+	if err != nil || res.Result.IsError || res.Text() != "5" {
 		e.T.Fatalf("healthy add: %+v, %v", res, err)
 	}
 }

@@ -115,7 +115,7 @@ func TestCrashDuringToolCall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a crash is a result, not an error: %v", err)
 	}
-	if !res.IsError {
+	if !res.Result.IsError {
 		t.Fatalf("result %+v", res)
 	}
 	wantPrefix(t, "result", res.Text(), manager.ErrorPrefix)
@@ -125,7 +125,7 @@ func TestCrashDuringToolCall(t *testing.T) {
 		return slices.Contains(e.Types("fragile"), events.TypeDisconnected) && e.Manager.Status("fragile") == projector.StatusConnected
 	})
 	res, err = e.tool("mcp_fragile_echo").Call(ctx, map[string]any{"text": "back"})
-	if err != nil || res.IsError || res.Text() != "back" {
+	if err != nil || res.Result.IsError || res.Text() != "back" {
 		t.Fatalf("call after the reconnect: %+v %v", res, err)
 	}
 	t.Logf("crashed server answered again after %v", time.Since(start).Round(time.Millisecond))
@@ -185,7 +185,7 @@ func TestGarbageOnStdout(t *testing.T) {
 			}
 			wantTypes(t, "noisy", e.Types("noisy"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected, events.TypeToolsListed)
 			r, err := e.tool("mcp_noisy_echo").Call(ctx, map[string]any{"text": "heard"})
-			if err != nil || r.IsError || r.Text() != "heard" {
+			if err != nil || r.Result.IsError || r.Text() != "heard" {
 				t.Fatalf("noisy echo: %+v %v", r, err)
 			}
 			e.checkHealthy(ctx)
@@ -217,7 +217,7 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 	// A flood during the session, then a crash: the drop's error quotes a
 	// bounded tail.
 	w, cerr := e.tool("mcp_floodlater_write_stderr").Call(ctx, map[string]any{"bytes": 10 << 20})
-	if cerr != nil || w.IsError {
+	if cerr != nil || w.Result.IsError {
 		t.Fatalf("write_stderr: %+v %v", w, cerr)
 	}
 	if _, cerr := e.tool("mcp_floodlater_crash").Call(ctx, map[string]any{"message": "the last words"}); cerr != nil {
@@ -262,7 +262,7 @@ func TestFiveThousandToolsAcrossPages(t *testing.T) {
 		t.Fatal("tools are not sorted by name")
 	}
 	r, err := e.tool("mcp_huge_tool_4321").Call(ctx, map[string]any{"text": "deep page"})
-	if err != nil || r.IsError || r.Text() != "deep page" {
+	if err != nil || r.Result.IsError || r.Text() != "deep page" {
 		t.Fatalf("call: %+v %v", r, err)
 	}
 	e.checkHealthy(ctx)
@@ -303,7 +303,7 @@ func TestWeirdToolNames(t *testing.T) {
 			t.Errorf("Resolve(%s) = %s, %q, %v", tl.Name, srv, o, ok)
 		}
 		r, err := tl.Call(ctx, map[string]any{"text": "hi " + orig})
-		if err != nil || r.IsError || r.Text() != "hi "+orig {
+		if err != nil || r.Result.IsError || r.Text() != "hi "+orig {
 			t.Errorf("call %s (%q): %+v %v", tl.Name, orig, r, err)
 		}
 	}
@@ -351,7 +351,7 @@ func TestMegabyteInputSchema(t *testing.T) {
 		t.Fatalf("ToolsListed %d tools", listed.Count)
 	}
 	r, err := tl.Call(ctx, map[string]any{})
-	if err != nil || r.IsError || r.Text() != "ok" {
+	if err != nil || r.Result.IsError || r.Text() != "ok" {
 		t.Fatalf("call: %+v %v", r, err)
 	}
 	e.checkHealthy(ctx)
@@ -365,7 +365,7 @@ func TestTenMegabyteResult(t *testing.T) {
 	cfg.MaxOutputBytes = new(int64(0)) // no output budget: the whole result comes through
 	e.connect(ctx, cfg)
 	r, err := e.tool("mcp_bulky_big_result").Call(ctx, nil)
-	if err != nil || r.IsError {
+	if err != nil || r.Result.IsError {
 		t.Fatalf("call: %+v %v", r, err)
 	}
 	text := r.Text()
@@ -422,7 +422,7 @@ func TestHTTPServerVanishes(t *testing.T) {
 				t.Errorf("Disconnected error %q: want the stream given up after 1 attempt", d.Error)
 			}
 			r, err := echo.Call(ctx, map[string]any{"text": "gone?"})
-			if err != nil || !r.IsError {
+			if err != nil || !r.Result.IsError {
 				t.Fatalf("call after the drop: %+v %v", r, err)
 			}
 			wantPrefix(t, "call after the drop", r.Text(), manager.ErrorPrefix)

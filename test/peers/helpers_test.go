@@ -49,7 +49,7 @@ func (e *env) call(ctx context.Context, server, original string, args any) *mana
 	if err != nil {
 		e.T.Fatalf("call %s/%s: %v", server, original, err)
 	}
-	if res.IsError {
+	if res.Result.IsError {
 		e.T.Fatalf("call %s/%s: error result %q", server, original, res.Text())
 	}
 	return res

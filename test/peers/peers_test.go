@@ -2,7 +2,6 @@ package peers
 
 import (
 	"context"
-	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -220,14 +219,14 @@ func TestFilesystem(t *testing.T) {
 				t.Errorf("read_text_file = %q", res.Text())
 			}
 			var structured map[string]any
-			if len(res.StructuredContent) > 0 {
-				if err := json.Unmarshal(res.StructuredContent, &structured); err != nil {
+			if res.Result.StructuredContent != nil {
+				if err := remarshal(res.Result.StructuredContent, &structured); err != nil {
 					t.Errorf("structured content: %v", err)
 				}
 			}
 			// The roots replaced the directory the server was started with.
 			denied, err := e.Tool("fs", "read_text_file").Call(ctx, map[string]any{"path": filepath.Join(argDir, "other.txt")})
-			if err != nil || !denied.IsError {
+			if err != nil || !denied.Result.IsError {
 				t.Errorf("reading outside the roots: %+v %v", denied, err)
 			}
 			listing := e.call(ctx, "fs", "list_directory", map[string]any{"path": e.Cwd})

@@ -59,9 +59,9 @@ func TestFilesystemRootOutsideCwd(t *testing.T) {
 				t.Fatal(err)
 			}
 			switch {
-			case c.readable && (res.IsError || res.Text() != "kept outside the project\n"):
-				t.Errorf("read in the root %s: %q (error %v)", outside, res.Text(), res.IsError)
-			case !c.readable && !res.IsError:
+			case c.readable && (res.Result.IsError || res.Text() != "kept outside the project\n"):
+				t.Errorf("read in the root %s: %q (error %v)", outside, res.Text(), res.Result.IsError)
+			case !c.readable && !res.Result.IsError:
 				t.Errorf("read outside every root succeeded: %q", res.Text())
 			}
 			teardown(ctx, t, e, marker)

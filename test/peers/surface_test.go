@@ -64,26 +64,27 @@ func TestEverythingClientSurface(t *testing.T) {
 			}
 
 			img := e.call(ctx, "everything", "get-tiny-image", nil)
-			if i := slices.IndexFunc(img.Content, func(c manager.Content) bool { return c.Type == "image" }); i < 0 ||
-				img.Content[i].MIMEType != "image/png" || !bytes.HasPrefix(img.Content[i].Data, []byte("\x89PNG")) {
-				t.Errorf("get-tiny-image content %+v, want a PNG image", kinds(img.Content))
+			if i := slices.IndexFunc(img.Result.Content, isKind[*mcp.ImageContent]); i < 0 ||
+				img.Result.Content[i].(*mcp.ImageContent).MIMEType != "image/png" || !bytes.HasPrefix(img.Result.Content[i].(*mcp.ImageContent).Data, []byte("\x89PNG")) {
+				t.Errorf("get-tiny-image content %+v, want a PNG image", kinds(img.Result.Content))
 			}
 			sc := e.call(ctx, "everything", "get-structured-content", map[string]any{"location": "Chicago"})
 			var weather struct{ Temperature, Humidity *float64 }
-			if err := json.Unmarshal(sc.StructuredContent, &weather); err != nil || weather.Temperature == nil || weather.Humidity == nil {
-				t.Errorf("get-structured-content structured %s (%v)", sc.StructuredContent, err)
+			if err := remarshal(sc.Result.StructuredContent, &weather); err != nil || weather.Temperature == nil || weather.Humidity == nil {
+				t.Errorf("get-structured-content structured %v (%v)", sc.Result.StructuredContent, err)
 			}
 			links := e.call(ctx, "everything", "get-resource-links", map[string]any{"count": 2})
-			if n := countKind(links.Content, "resource_link"); n != 2 || links.Content[slices.IndexFunc(links.Content, func(c manager.Content) bool { return c.Type == "resource_link" })].URI == "" {
-				t.Errorf("get-resource-links content %v, want 2 resource links with URIs", kinds(links.Content))
+			if n := countKind(links.Result.Content, "resource_link"); n != 2 || links.Result.Content[slices.IndexFunc(links.Result.Content, isKind[*mcp.ResourceLink])].(*mcp.ResourceLink).URI == "" {
+				t.Errorf("get-resource-links content %v, want 2 resource links with URIs", kinds(links.Result.Content))
 			}
 			ref := e.call(ctx, "everything", "get-resource-reference", map[string]any{"resourceType": "Text", "resourceId": 1})
-			if i := slices.IndexFunc(ref.Content, func(c manager.Content) bool { return c.Type == "resource" }); i < 0 || ref.Content[i].Resource == nil || ref.Content[i].Resource.URI == "" {
-				t.Errorf("get-resource-reference content %v, want an embedded resource", kinds(ref.Content))
+			if i := slices.IndexFunc(ref.Result.Content, isKind[*mcp.EmbeddedResource]); i < 0 || ref.Result.Content[i].(*mcp.EmbeddedResource).Resource == nil ||
+				ref.Result.Content[i].(*mcp.EmbeddedResource).Resource.URI == "" {
+				t.Errorf("get-resource-reference content %v, want an embedded resource", kinds(ref.Result.Content))
 			}
 			ann := e.call(ctx, "everything", "get-annotated-message", map[string]any{"messageType": "error", "includeImage": true})
-			if !slices.ContainsFunc(ann.Content, func(c manager.Content) bool { return len(c.Annotations) > 0 }) || countKind(ann.Content, "image") != 1 {
-				t.Errorf("get-annotated-message content %v, want annotations and an image", kinds(ann.Content))
+			if !slices.ContainsFunc(ann.Result.Content, annotated) || countKind(ann.Result.Content, "image") != 1 {
+				t.Errorf("get-annotated-message content %v, want annotations and an image", kinds(ann.Result.Content))
 			}
 
 			logs, err := e.Journal.Subscribe(ctx, journal.SubscribeOptions{Types: []string{events.TypeServerLog}})
@@ -133,20 +134,55 @@ func TestEverythingClientSurface(t *testing.T) {
 	}
 }
 
-func kinds(cs []manager.Content) []string {
+func kinds(cs []mcp.Content) []string {
 	var out []string
 	for _, c := range cs {
-		out = append(out, c.Type)
+		out = append(out, kindOf(c))
 	}
 	return out
 }
 
-func countKind(cs []manager.Content, kind string) int {
+func countKind(cs []mcp.Content, kind string) int {
 	n := 0
 	for _, c := range cs {
-		if c.Type == kind {
+		if kindOf(c) == kind {
 			n++
 		}
 	}
 	return n
+}
+
+// kindOf returns a content item's type as it reads on the wire.
+func kindOf(c mcp.Content) string {
+	var item struct{ Type string }
+	if b, err := json.Marshal(c); err == nil {
+		json.Unmarshal(b, &item)
+	}
+	return item.Type
+}
+
+func isKind[T mcp.Content](c mcp.Content) bool {
+	_, ok := c.(T)
+	return ok
+}
+
+// annotated reports whether a content item carries annotations.
+func annotated(c mcp.Content) bool {
+	var item struct {
+		Annotations json.RawMessage `json:"annotations"`
+	}
+	if b, err := json.Marshal(c); err == nil {
+		json.Unmarshal(b, &item)
+	}
+	return len(item.Annotations) > 0
+}
+
+// remarshal decodes v (structuredContent as the go-sdk decoded it) into
+// out through its JSON.
+func remarshal(v any, out any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
 }
