@@ -62,7 +62,7 @@ func TestTranscriptScrubbed(t *testing.T) {
 		header    = "HDRsecret4444abc"
 	)
 	t.Setenv("GITHUB_TOKEN", inherited)
-	resolver := ResolverFunc(func(_ context.Context, v string) (string, error) {
+	resolver := resolverFunc(func(_ context.Context, v string) (string, error) {
 		if c, ok := strings.CutPrefix(v, "!echo "); ok {
 			return c, nil
 		}
