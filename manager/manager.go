@@ -42,8 +42,7 @@ const (
 	// DefaultProtocolVersion is the MCP protocol version offered to
 	// servers. It is 2025-11-25 rather than the go-sdk's newest
 	// (2026-07-28): under the newest every request carries the SEP-2575
-	// _meta triple, which made tool calls measurably slower (see
-	// BenchmarkProtocolVersion), servers that predate it reject
+	// _meta triple, which costs every call, servers that predate it reject
 	// server/discover and cost a fallback round trip, and the client's
 	// keep-alive does not run under it. A config's ProtocolVersion pins
 	// another version per server.

@@ -133,11 +133,9 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	}
 	// Recorded before the call (and, for a deferred tool, before waiting:
 	// the server is connecting and deferred now, which a later
-	// ConnectFailed would no longer allow). Recording it concurrently with
-	// the request, or together with ToolCallFinished after the call, was
-	// measured: the first was slower on a loaded machine, the second ~3%
-	// faster but hides calls in progress from live observers. Both events
-	// are deferred: the journal stores them in order, off the call's path.
+	// ConnectFailed would no longer allow), so live observers see calls in
+	// progress. Both events are deferred: the journal stores them in order,
+	// off the call's path.
 	m.emitDeferred(id, started)
 	begin := m.now()
 	// The call's timeout bounds waiting for a (re)connect, the call and a

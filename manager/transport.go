@@ -82,8 +82,8 @@ func checkDir(dir string) error {
 
 // httpStreamRetries is how often the streamable HTTP transport tries to
 // reopen an interrupted standalone event stream before it fails the
-// session. The go-sdk's default (5, with backoff from 1 s) took about 20 s
-// to notice a server that vanished; one retry survives a single
+// session. The go-sdk's default (5, with backoff from 1 s) is slow to
+// notice a server that vanished; one retry survives a single
 // interrupted stream (a proxy resetting an idle connection) and notices a
 // vanished server after the one reconnect delay (1–2 s). The count is not
 // reset by a successful reconnect of a stream without event ids, so a
