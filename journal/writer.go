@@ -392,42 +392,62 @@ func (j *Journal) AppendDeferred(ctx context.Context, session, correlation strin
 	if len(evs) == 0 {
 		return nil
 	}
-	envs, err := envelopes(session, correlation, evs)
+	d, err := j.PrepareDeferred(session, correlation, failed, evs...)
 	if err != nil {
 		return err
 	}
+	return j.QueueDeferred(ctx, d)
+}
+
+// Deferred is a deferred append whose envelopes are built, ready to be
+// queued: a caller that must queue under a lock of its own (to keep its
+// appends in order) builds it before taking the lock.
+type Deferred struct{ r *request }
+
+// PrepareDeferred builds the envelopes of a deferred append of evs (see
+// [Journal.AppendDeferred]) without queueing it.
+func (j *Journal) PrepareDeferred(session, correlation string, failed func(error), evs ...events.Event) (*Deferred, error) {
+	envs, err := envelopes(session, correlation, evs)
+	if err != nil {
+		return nil, err
+	}
+	return &Deferred{&request{session: session, envs: envs, evs: evs, failed: failed}}, nil
+}
+
+// QueueDeferred queues d as [Journal.AppendDeferred] does, waiting for
+// room while Options.DeferredQueue deferred appends wait, or until ctx
+// ends.
+func (j *Journal) QueueDeferred(ctx context.Context, d *Deferred) error {
 	select {
 	case j.slots <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("journal: append to %q: %w", session, ctx.Err())
+		return fmt.Errorf("journal: append to %q: %w", d.r.session, ctx.Err())
 	}
-	if err := j.enqueue(&request{session: session, envs: envs, evs: evs, failed: failed}); err != nil {
-		<-j.slots
-		return err
-	}
-	return nil
+	return j.queueTaken(d)
 }
 
-// ErrQueueFull is returned by [Journal.TryAppendDeferred] when
+// ErrQueueFull is returned by [Journal.TryQueueDeferred] when
 // Options.DeferredQueue deferred appends are waiting already.
 var ErrQueueFull = errors.New("journal: deferred queue full")
 
-// TryAppendDeferred is [Journal.AppendDeferred] that never waits: when
-// the queue is full it queues nothing and returns ErrQueueFull.
-func (j *Journal) TryAppendDeferred(session, correlation string, failed func(error), evs ...events.Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	envs, err := envelopes(session, correlation, evs)
-	if err != nil {
-		return err
-	}
+// TryQueueDeferred is [Journal.QueueDeferred] that never waits: when the
+// queue is full it queues nothing and returns ErrQueueFull.
+func (j *Journal) TryQueueDeferred(d *Deferred) error {
 	select {
 	case j.slots <- struct{}{}:
 	default:
 		return ErrQueueFull
 	}
-	if err := j.enqueue(&request{session: session, envs: envs, evs: evs, failed: failed}); err != nil {
+	return j.queueTaken(d)
+}
+
+// queueTaken queues d, whose slot is taken.
+func (j *Journal) queueTaken(d *Deferred) error {
+	if len(d.r.envs) == 0 {
+		<-j.slots
+		return nil
+	}
+	if err := j.enqueue(d.r); err != nil {
 		<-j.slots
 		return err
 	}

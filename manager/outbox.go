@@ -60,6 +60,7 @@ type outbox struct {
 type outItem struct {
 	correlation string
 	evs         []events.Event
+	deferred    *journal.Deferred // a deferred emit's envelopes, built before queueing
 	wait        chan pendingAppend
 }
 
@@ -112,10 +113,13 @@ func (m *Manager) put(it *outItem) bool {
 			}
 			if n := o.dropped[se.ServerName()]; n > 0 {
 				delete(o.dropped, se.ServerName())
-				o.q = append(o.q, &outItem{evs: []events.Event{&events.ServerLog{
+				summary := []events.Event{&events.ServerLog{
 					Server: se.ServerName(), Level: events.LogWarning, Logger: "mcplife", Dropped: n,
 					Text: fmt.Sprintf("%d log messages dropped: the store fell behind", n),
-				}}})
+				}}
+				if d, err := m.j.PrepareDeferred(m.session, "", m.notRecorded(summary), summary...); err == nil {
+					o.q = append(o.q, &outItem{evs: summary, deferred: d})
+				}
 			}
 		}
 	}
@@ -175,7 +179,7 @@ func (m *Manager) handOver(it *outItem, wait bool) bool {
 		return true
 	}
 	if !wait {
-		err := m.j.TryAppendDeferred(m.session, it.correlation, m.notRecorded(it.evs), it.evs...)
+		err := m.j.TryQueueDeferred(it.deferred)
 		if errors.Is(err, journal.ErrQueueFull) {
 			return false
 		}
@@ -184,7 +188,7 @@ func (m *Manager) handOver(it *outItem, wait bool) bool {
 		}
 		return true
 	}
-	if err := m.j.AppendDeferred(o.pumpCtx, m.session, it.correlation, m.notRecorded(it.evs), it.evs...); err != nil {
+	if err := m.j.QueueDeferred(o.pumpCtx, it.deferred); err != nil {
 		if o.pumpCtx.Err() != nil {
 			return false
 		}
@@ -231,10 +235,17 @@ func (m *Manager) emitDeferred(correlation string, evs ...events.Event) {
 	if len(evs) == 0 {
 		return
 	}
-	if m.put(&outItem{correlation: correlation, evs: evs}) {
+	// The envelopes are built here, outside the outbox's lock, which only
+	// orders the queueing.
+	d, err := m.j.PrepareDeferred(m.session, correlation, m.notRecorded(evs), evs...)
+	if err != nil {
+		m.notRecorded(evs)(err)
 		return
 	}
-	if err := m.j.AppendDeferred(context.Background(), m.session, correlation, m.notRecorded(evs), evs...); err != nil {
+	if m.put(&outItem{correlation: correlation, evs: evs, deferred: d}) {
+		return
+	}
+	if err := m.j.QueueDeferred(context.Background(), d); err != nil {
 		m.notRecorded(evs)(err)
 	}
 }
