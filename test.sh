@@ -12,3 +12,10 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -race -count=1 -timeout 30m ./...
+# The framework adapters and the OpenTelemetry module are modules of their
+# own (the core pulls no framework); each is vetted and tested the same way.
+for d in adapters/*/ otel/; do
+  [ -f "$d/go.mod" ] || continue
+  echo "== $d"
+  (cd "$d" && go vet ./... && go test -race -count=1 -timeout 20m ./...)
+done
