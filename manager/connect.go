@@ -48,7 +48,11 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 		}
 		var wait []chan struct{}
 		for _, c := range cfgs {
-			if s := m.servers[c.Name]; s != nil && s.ending() {
+			switch s := m.servers[c.Name]; {
+			case s == nil:
+			case s.state == stDropped: // reconnecting, or about to end
+				wait = append(wait, s.decided)
+			case s.ending():
 				wait = append(wait, s.done)
 			}
 		}
@@ -161,8 +165,8 @@ func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 		hash:      hash,
 		timeout:   timeoutOf(cfg),
 		connected: make(chan struct{}),
+		calls:     &callGroup{},
 		taskDone:  make(chan struct{}),
-		watchDone: make(chan struct{}),
 		done:      make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(m.ctx)
@@ -223,37 +227,65 @@ func packageRunner(command string) bool {
 	return false
 }
 
-// run is the goroutine of one server: connect, first tools/list, then
-// re-lists on tools/list_changed until the server is torn down. Its events
-// do not wait for the store: the journal stores them in the order they are
-// recorded, and the gate's StartupGateElapsed, recorded after them and
-// waited for, is stored only once they are, so ConnectServers returns
-// with them stored and in the view.
+// run is the goroutine that owns one server record: it connects, lists
+// the tools, serves the connection (serve) and, when the connection ends
+// on its own, records the drop and connects again after the reconnect
+// policy's delay, until the server is torn down, fails for good or its
+// reconnects give up. Its events do not wait for the store: the journal
+// stores them in the order they are recorded, and the gate's
+// StartupGateElapsed, recorded after them and waited for, is stored only
+// once they are, so ConnectServers returns with them stored and in the
+// view.
 func (m *Manager) run(s *server) {
 	defer close(s.taskDone)
-	r := s.round
-	defer r.settle(s.name, &ServerError{Server: s.name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
+	first := s.round
+	defer first.settle(s.name, &ServerError{Server: s.name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
+	for {
+		lc, last, cut, ok := m.establish(s)
+		if !ok {
+			return
+		}
+		if !cut && !m.serve(s, lc, last) {
+			return // torn down: the teardown finishes the record
+		}
+		if !m.drop(s, lc) {
+			return
+		}
+	}
+}
+
+// establish runs one connect of s: the reconnect delay first when s
+// dropped before, then dial and initialize (again after each failed
+// attempt of a reconnect, until the breaker trips), the first tools/list,
+// and the start of resource and prompt lists. It returns the connection
+// and the hash of the tool list recorded, and ok false when the record
+// ended (the connect failed for good, or a teardown began, which then
+// finishes it). A connection that ended on its own during the first list
+// comes back with cut set: the caller records the drop.
+func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool) {
+	m.mu.Lock()
+	r, reconnect := s.round, s.retry != nil
+	m.mu.Unlock()
 	var (
 		begin time.Time
-		lc    *liveConn
 		err   error
 	)
 	// A reconnecting record waits out its delay before each attempt, and
 	// a failed attempt schedules the next one until the breaker trips.
 	for {
-		if s.retry != nil && !m.waitRetry(s) {
+		if reconnect && !m.waitRetry(s) {
 			m.endRecord(s, notConnected(s.name), !m.claim(s, stClosing))
-			return
+			return nil, "", false, false
 		}
 		begin = m.now()
 		lc, err = m.connect(s)
 		m.yield("run.connected", s.name)
-		if _, auth := needsAuthOf(err); err == nil || s.retry == nil || s.ctx.Err() != nil || auth {
+		if _, auth := needsAuthOf(err); err == nil || !reconnect || s.ctx.Err() != nil || auth {
 			break // a server that needs a login waits for it, not for a retry
 		}
 		if !m.retryAfterFailure(s, err, m.now().Sub(begin), errors.Is(err, ErrTimeout)) {
 			m.endRecord(s, err, !m.claim(s, stClosing))
-			return
+			return nil, "", false, false
 		}
 	}
 	if err != nil {
@@ -265,7 +297,7 @@ func (m *Manager) run(s *server) {
 		m.yield("run.failed", s.name)
 		if tornDown {
 			m.endRecord(s, err, false)
-			return
+			return nil, "", false, false
 		}
 		late := r.enter(s.name)
 		m.emitDeferred("", &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
@@ -281,7 +313,7 @@ func (m *Manager) run(s *server) {
 		if late {
 			m.log.Warn("MCP server failed to connect", "server", s.name, "err", err)
 		}
-		return
+		return nil, "", false, false
 	}
 
 	init := lc.cs.InitializeResult()
@@ -314,13 +346,24 @@ func (m *Manager) run(s *server) {
 	s.deferred = false
 	close(s.connected)
 	m.mu.Unlock()
-	m.wg.Go(func() { m.watchDrop(s, lc) })
-	if lc.setLevel {
-		m.wg.Go(func() { m.setServerLogLevel(s, lc) }) // beside the first tools/list, not before it
+	// The end of the connection cancels lc.ctx, which the owner's select
+	// and every request on the connection watch: the session's Wait
+	// returning (this goroutine), or the process exiting.
+	c := lc // the goroutines' own: lc is a result, set again by each return
+	m.wg.Go(func() {
+		c.waitErr = c.cs.Wait()
+		close(c.ended)
+		c.cancel()
+	})
+	if c.proc != nil {
+		c.proc.AfterExit(c.cancel)
+	}
+	if c.setLevel {
+		m.wg.Go(func() { m.setServerLogLevel(s, c) }) // beside the first tools/list, not before it
 	}
 
 	listStart := m.now()
-	defs, err := m.listTools(s.ctx, s, lc)
+	defs, err := m.listTools(lc.ctx, s, lc)
 	m.mu.Lock()
 	closing := s.ending()
 	m.mu.Unlock()
@@ -328,17 +371,22 @@ func (m *Manager) run(s *server) {
 		// Torn down (a teardown marks the server closing before it
 		// cancels it, so a list that succeeded meanwhile is dropped too);
 		// the teardown records Disconnected.
-		return
+		return nil, "", false, false
+	}
+	if lc.ctx.Err() != nil {
+		// The connection ended during the list: a drop, recorded by the
+		// caller; the round settles as for a connection that failed.
+		r.settle(s.name, &ServerError{Server: s.name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
+		return lc, "", true, true
 	}
 	m.yield("run.listed", s.name)
 	late := r.enter(s.name)
-	var last string // hash of the last list recorded
 	if err != nil {
 		m.emitDeferred("", &events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(listStart)})
 	} else {
 		cause := events.CauseInitial
 		switch {
-		case s.retry != nil:
+		case reconnect:
 			cause = events.CauseReconnect
 		case late:
 			cause = events.CauseLate
@@ -357,8 +405,8 @@ func (m *Manager) run(s *server) {
 	if late && err != nil {
 		m.log.Warn("MCP tool load failed", "server", s.name, "err", err)
 	}
-	m.wg.Go(func() { m.surfaceLists(s, lc) })
-	m.serve(s, lc, last)
+	m.wg.Go(func() { m.surfaceLists(s, c, reconnect) })
+	return lc, last, false, true
 }
 
 // claim moves s to the state to (closing, or needs-auth for a server that
@@ -384,13 +432,10 @@ func (m *Manager) endRecord(s *server, err error, remove bool) {
 	s.connErr = err
 	close(s.connected)
 	if remove {
-		if m.servers[s.name] == s {
-			delete(m.servers, s.name)
-		}
+		delete(m.servers, s.name)
 		m.setState(s, stDone)
 		close(s.done)
 	}
-	close(s.watchDone) // no watcher was started
 }
 
 // connect resolves substitutions, builds the transport and runs initialize
@@ -422,8 +467,9 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if pt, ok := t.(*pooledTransport); ok && pt.depth != nil {
 		pt.depth.log = m.log.With("server", s.name)
 	}
-	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), res: res,
+	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), gone: make(chan struct{}), res: res,
 		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1), surfaceReady: make(chan struct{})}
+	lc.ctx, lc.cancel = context.WithCancel(s.ctx)
 	signal := func(ch chan struct{}) {
 		select {
 		case ch <- struct{}{}:
@@ -470,6 +516,7 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		lc.pool = pt.pool
 	}
 	if err != nil {
+		lc.cancel()
 		if p != nil {
 			p.Terminate() // normally done by the go-sdk already
 		}

@@ -3,9 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"time"
 
 	"github.com/mcplife/mcplife/events"
 )
@@ -55,6 +53,11 @@ func (m *Manager) disconnect(ctx context.Context, names []string, reason events.
 		s := m.servers[name]
 		switch {
 		case s == nil:
+		case s.state == stDropped:
+			// Its owner is recording the drop: it ends the record
+			// instead of reconnecting.
+			s.stopAsked = true
+			others = append(others, s.done)
 		case s.ending():
 			others = append(others, s.done)
 		default:
@@ -101,7 +104,7 @@ func (m *Manager) teardown(servers []*server, reason events.DisconnectReason, co
 	done := make(chan int, len(servers))
 	for i, s := range servers {
 		go func() {
-			discs[i], errs[i] = m.shutdown(s, &events.Disconnected{Server: s.name, Reason: reason}, false)
+			discs[i], errs[i] = m.shutdown(s, &events.Disconnected{Server: s.name, Reason: reason})
 			done <- i
 		}()
 	}
@@ -112,46 +115,24 @@ func (m *Manager) teardown(servers []*server, reason events.DisconnectReason, co
 	return errors.Join(errs...)
 }
 
-// shutdown stops everything of s: the connect or list in flight, in-flight
-// calls, the transport (and process group), the watcher. It returns the
-// Disconnected event to record, completed with the exit status of a stdio
-// server. fromWatcher is set when the drop watcher itself calls it.
-func (m *Manager) shutdown(s *server, d *events.Disconnected, fromWatcher bool) (*events.Disconnected, error) {
+// shutdown stops everything of s: the connect or list in flight, the
+// owner's loop, in-flight calls, the transport (and process group). It
+// returns the Disconnected event to record, completed with the exit
+// status of a stdio server.
+func (m *Manager) shutdown(s *server, d *events.Disconnected) (*events.Disconnected, error) {
 	s.cancel()
 	<-s.taskDone
 	m.mu.Lock()
-	lc := s.conn
+	lc, calls, r := s.conn, s.calls, s.round
 	m.mu.Unlock()
 	var err error
 	if lc != nil {
-		// The go-sdk's Close first waits for the requests the server sent
-		// to be answered, and an answer cannot be written to a server that
-		// stopped reading its stdin (one that floods requests): after the
-		// stdin grace the process is terminated, which ends those writes.
-		var force *time.Timer
-		if lc.proc != nil {
-			force = time.AfterFunc(stdinGrace, func() { lc.proc.Terminate() })
-		}
-		cerr := lc.cs.Close()
-		if force != nil {
-			force.Stop()
-		}
-		if cerr != nil && d.Reason != events.ReasonProcessExited && d.Reason != events.ReasonTransportClosed {
-			err = &ServerError{Server: s.name, Op: OpDisconnect, Err: &scrubbedError{msg: fmt.Sprintf("MCP server %q: close: %s", s.name, lc.res.scrubText(cerr.Error())), cause: cerr}}
-		}
-		if lc.proc != nil {
-			lc.proc.Terminate() // done by Close already; waits for the reaper
-			d.ExitStatus = lc.proc.ExitStatus()
-		}
-		lc.closeIdle()
+		err = m.closeConn(s, lc, d)
 	}
-	if !fromWatcher {
-		<-s.watchDone
-	}
-	m.waitCalls(s)
+	m.waitCalls(calls)
 	// A deferred server's cached tools are recorded by the gate; the
 	// Disconnected must follow them.
-	<-s.round.emitted
+	<-r.emitted
 	return d, err
 }
 
@@ -171,8 +152,9 @@ func (m *Manager) finish(servers []*server, discs []*events.Disconnected, correl
 	}
 	m.mu.Lock()
 	for _, s := range servers {
-		if m.servers[s.name] == s {
-			delete(m.servers, s.name)
+		delete(m.servers, s.name)
+		if s.conn != nil {
+			s.conn.release()
 		}
 		m.setState(s, stDone)
 		close(s.done)

@@ -42,9 +42,10 @@
 //
 // Where to look:
 //
-//	connect.go     ConnectServers, and run: one server's connect, first list, re-lists
+//	connect.go     ConnectServers, and run: the loop of one server's goroutine (connect, list, serve, drop, again)
 //	gate.go        the startup gate decides ready, failed, deferred (cached) or awaited
-//	drop.go        a connection ends on its own: the server drops (watchDrop, dropped)
+//	relist.go      serve: the select of a connected server (end of the connection, health, re-lists)
+//	drop.go        a connection ends on its own: the drop is recorded and a reconnect scheduled
 //	reconnect.go   the backoff, the crash-loop breaker, ReconnectNow
 //	health.go      health checks, descendants seen, a host that slept
 //	tool.go        a call is recorded (ToolCallStarted/Finished) and made

@@ -15,49 +15,37 @@ import (
 )
 
 // A drop is the end of a live connection that the manager did not start:
-// the server's process exited or its stream closed. The drop watcher of
-// each connected server notices it and tears the server down; calls in
-// flight fail with [ErrDisconnected] (see connectionEnded), and calls made
-// afterwards with [ErrNotConnected].
+// the server's process exited or its stream closed (or the manager closed
+// it: a failed health check, a flood). The server's own goroutine notices
+// it in its select (serve) and records it here; calls in flight fail with
+// [ErrDisconnected] (see connectionEnded), and calls made afterwards with
+// [ErrNotConnected] until a reconnect is scheduled, then wait for it.
 
-// watchDrop is the drop watcher of a connected server: it waits for the
-// end of the live connection. When it ends on its own (the process
-// exited, the stream closed) the server is torn down and Disconnected
-// records the reason and the exit status; a teardown the manager started
-// itself is left to its initiator.
-func (m *Manager) watchDrop(s *server, lc *liveConn) {
-	defer close(s.watchDone)
-	waited := make(chan error, 1)
-	go func() { // ends when the session closes; every teardown closes it
-		err := lc.cs.Wait()
-		close(lc.ended)
-		waited <- err
-	}()
-	var exited <-chan struct{}
-	if lc.proc != nil {
-		exited = lc.proc.Exited()
-	}
-	var werr error
-	select {
-	case werr = <-waited:
-		waited <- werr // keep it for the final receive
-	case <-exited:
-	case <-s.ctx.Done():
-	}
-	m.yield("watch.ended", s.name)
+// drop records the end of s's connection lc that the manager did not ask
+// for: it closes what is left of the connection (the process group of a
+// stdio server), waits for the calls that were on it, and records
+// Disconnected with the reason and the exit status. Unless reconnecting
+// is off, the manager is closing, a teardown was asked meanwhile or the
+// crash-loop breaker trips, it then schedules the reconnect
+// (ReconnectScheduled) and reports true: the owner's loop connects again
+// after the delay, and calls made meanwhile wait for it. Otherwise the
+// record ends. A teardown that began before the drop was noticed finishes
+// the record itself: drop reports false then.
+func (m *Manager) drop(s *server, lc *liveConn) bool {
 	m.mu.Lock()
 	if s.ending() {
 		m.mu.Unlock()
-		<-waited
-		return
+		return false
 	}
-	m.setState(s, stClosing)
+	m.setState(s, stDropped)
+	s.decided = make(chan struct{})
+	calls := s.calls
+	s.calls = &callGroup{}
+	unresponsive, flooded := lc.unresponsive, lc.flooded
 	m.mu.Unlock()
+	m.yield("watch.ended", s.name)
 
 	d := &events.Disconnected{Server: s.name, Reason: events.ReasonTransportClosed}
-	m.mu.Lock()
-	unresponsive, flooded := s.unresponsive, s.flooded
-	m.mu.Unlock()
 	procExited := false
 	if lc.proc != nil {
 		select {
@@ -66,10 +54,23 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 		default:
 		}
 	}
+	var werr error
+	select {
+	case <-lc.ended:
+		werr = lc.waitErr
+	default:
+	}
 	if werr != nil && !procExited {
 		d.Error = lc.res.scrubText(werr.Error())
 	}
-	d, _ = m.shutdown(s, d, true)
+	m.closeConn(s, lc, d)
+	m.waitCalls(calls)
+	m.mu.Lock()
+	r := s.round
+	m.mu.Unlock()
+	// A deferred server's cached tools are recorded by the gate; the
+	// Disconnected must follow them.
+	<-r.emitted
 	if unresponsive {
 		d.Reason, d.Error = events.ReasonUnresponsive, "no answer to a health check within "+m.opts.Health.Timeout.String()
 	} else if procExited {
@@ -92,20 +93,14 @@ func (m *Manager) watchDrop(s *server, lc *liveConn) {
 		d.Error = fmt.Sprintf("disconnected: the server sent more than %d requests in a second beyond its limits", maxDeclinedRequests)
 	}
 	m.log.Warn("MCP server disconnected", "server", s.name, "reason", d.Reason, "err", d.Error)
-	<-waited
-	m.dropped(s, d)
-}
 
-// dropped records the end of s that the manager did not ask for and, unless
-// reconnecting is off, the manager is closing or the crash-loop breaker
-// trips, puts a reconnecting record in its place before s is removed, so
-// calls made meanwhile wait for the reconnect.
-func (m *Manager) dropped(s *server, d *events.Disconnected) {
 	m.mu.Lock()
-	if m.reconnect.Disabled || m.closed || m.stopping {
+	if m.reconnect.Disabled || m.closed || m.stopping || s.stopAsked {
+		m.setState(s, stClosing)
+		close(s.decided)
 		m.mu.Unlock()
 		m.finish([]*server{s}, []*events.Disconnected{d}, "")
-		return
+		return false
 	}
 	n, tripped, count := 1, false, 0
 	if m.now().Sub(s.connectedAt) < m.reconnect.StableAfter {
@@ -116,32 +111,70 @@ func (m *Manager) dropped(s *server, d *events.Disconnected) {
 			n = s.retry.n + 1
 		}
 	}
-	evs := []events.Event{d}
-	var s2 *server
 	if tripped {
-		evs = append(evs, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: d.Error})
+		m.setState(s, stClosing)
+		close(s.decided)
+		m.emitDeferred("", d, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: d.Error})
 		m.log.Warn("MCP server keeps failing; reconnecting stopped", "server", s.name, "attempts", count)
-		if m.servers[s.name] == s {
-			delete(m.servers, s.name)
-		}
-	} else {
-		d.Reconnecting = true
-		s2 = m.successor(s, n)
-		evs = append(evs, &events.ReconnectScheduled{
-			Server: s.name, Attempt: m.attempts[s.name] + 1, DelayMs: s2.retry.delay.Milliseconds(), Cause: string(d.Reason),
-		})
+		delete(m.servers, s.name)
+		m.mu.Unlock()
+		lc.release()
+		m.yield("finish.remove", s.name)
+		m.mu.Lock()
+		m.setState(s, stDone)
+		close(s.done)
+		m.mu.Unlock()
+		return false
 	}
-	// Recorded under m.mu, so nothing of the successor comes before them.
-	m.emitDeferred("", evs...)
-	if s2 != nil {
-		m.wg.Go(func() { m.run(s2) })
+	// The record stands for the server until its next connection: same
+	// config, its tools served deferred, connecting after the delay.
+	d.Reconnecting = true
+	m.setState(s, stBackoff)
+	s.retry = newRetry(m.reconnect.delay(n), n)
+	s.conn, s.deferred = nil, true
+	s.cachedResources, s.cachedPrompts = false, false
+	s.connected = make(chan struct{})
+	s.round = gatelessRound(s)
+	close(s.decided)
+	// Recorded under m.mu, so nothing of the next attempt comes before them.
+	m.emitDeferred("", d, &events.ReconnectScheduled{
+		Server: s.name, Attempt: m.attempts[s.name] + 1, DelayMs: s.retry.delay.Milliseconds(), Cause: string(d.Reason),
+	})
+	m.mu.Unlock()
+	lc.release()
+	return true
+}
+
+// closeConn closes what is left of s's connection lc: the go-sdk session,
+// the process group of a stdio server (completing d with its exit
+// status), the idle connections of a remote one. It waits until the
+// session's Wait returned. The error is that of a close that failed for
+// another reason than the end d records.
+func (m *Manager) closeConn(s *server, lc *liveConn, d *events.Disconnected) error {
+	lc.cancel()
+	// The go-sdk's Close first waits for the requests the server sent to
+	// be answered, and an answer cannot be written to a server that
+	// stopped reading its stdin (one that floods requests): after the
+	// stdin grace the process is terminated, which ends those writes.
+	var force *time.Timer
+	if lc.proc != nil {
+		force = time.AfterFunc(stdinGrace, func() { lc.proc.Terminate() })
 	}
-	m.mu.Unlock()
-	m.yield("finish.remove", s.name)
-	m.mu.Lock()
-	m.setState(s, stDone)
-	close(s.done)
-	m.mu.Unlock()
+	cerr := lc.cs.Close()
+	if force != nil {
+		force.Stop()
+	}
+	var err error
+	if cerr != nil && d.Reason != events.ReasonProcessExited && d.Reason != events.ReasonTransportClosed {
+		err = &ServerError{Server: s.name, Op: OpDisconnect, Err: &scrubbedError{msg: fmt.Sprintf("MCP server %q: close: %s", s.name, lc.res.scrubText(cerr.Error())), cause: cerr}}
+	}
+	if lc.proc != nil {
+		lc.proc.Terminate() // done by Close already; waits for the reaper
+		d.ExitStatus = lc.proc.ExitStatus()
+	}
+	lc.closeIdle()
+	<-lc.ended
+	return err
 }
 
 // endGrace bounds how long a failed call waits for its connection to end
@@ -153,13 +186,13 @@ const endGrace = time.Second
 // exited, or the server is being torn down.
 //
 // The go-sdk fails the calls in flight when its reader stops, just before
-// the session's Wait returns and the drop watcher notices; so a failure
+// the session's Wait returns and the server's goroutine notices; so a failure
 // that is not the server's own JSON-RPC error waits (at most endGrace) for
 // the connection's end to become visible. An end-of-stream or
 // closed-connection error is conclusive at once: a stdio session's Wait
 // returns only once the process group was torn down.
-func connectionEnded(ctx context.Context, s *server, lc *liveConn, cerr error) bool {
-	if s.ctx.Err() != nil {
+func connectionEnded(ctx context.Context, lc *liveConn, cerr error) bool {
+	if lc.ctx.Err() != nil {
 		return true
 	}
 	if _, ok := errors.AsType[*jsonrpc.Error](cerr); ok {
@@ -168,16 +201,10 @@ func connectionEnded(ctx context.Context, s *server, lc *liveConn, cerr error) b
 	if errors.Is(cerr, mcp.ErrConnectionClosed) || errors.Is(cerr, io.EOF) || errors.Is(cerr, io.ErrUnexpectedEOF) {
 		return true
 	}
-	var exited <-chan struct{}
-	if lc.proc != nil {
-		exited = lc.proc.Exited()
-	}
 	t := time.NewTimer(endGrace)
 	defer t.Stop()
 	select {
-	case <-lc.ended:
-	case <-exited:
-	case <-s.ctx.Done():
+	case <-lc.ctx.Done():
 	case <-ctx.Done():
 		return false
 	case <-t.C:

@@ -127,8 +127,8 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 		if f.dstart.IsZero() || now.Sub(f.dstart) >= time.Second {
 			f.dstart, f.dn = now, 0
 		}
-		if f.dn++; f.dn > maxDeclinedRequests && !s.flooded {
-			s.flooded, drop = true, true
+		if f.dn++; f.dn > maxDeclinedRequests && !lc.flooded {
+			lc.flooded, drop = true, true
 			// The connection ends before the summary is due, and its
 			// loop with it: record what was declined now.
 			if summary := f.takeSummary(s.name); summary != nil {
@@ -144,7 +144,7 @@ func (m *Manager) admit(s *server, lc *liveConn, method string) bool {
 		m.goOwned(func() {
 			m.log.Warn("MCP server floods requests; disconnecting it", "server", s.name, "limit", maxDeclinedRequests)
 			// Ending the process ends the answers it does not read; the
-			// drop watcher records the end.
+			// server's goroutine records the end.
 			if lc.proc != nil {
 				lc.proc.Terminate()
 			} else {

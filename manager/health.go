@@ -32,23 +32,23 @@ const (
 // checkHealth pings a connected server (see serve for when). A server
 // that fails a ping (no answer within Options.Health.Timeout, or a transport error;
 // a server that does not know ping passes) is unresponsive: its
-// connection is closed, and the drop watcher records Disconnected with
+// connection is closed, and the server's goroutine records Disconnected with
 // reason unresponsive, which a reconnect follows. It reports false then.
 func (m *Manager) checkHealth(s *server, lc *liveConn) bool {
 	if m.ping(s, lc) {
 		return true
 	}
 	m.mu.Lock()
-	s.unresponsive = !s.ending()
+	lc.unresponsive = !s.ending()
 	m.mu.Unlock()
 	m.log.Warn("MCP server did not answer a health check", "server", s.name)
-	lc.cs.Close() // the drop watcher takes it from here
+	lc.cs.Close() // serve notices the end and the drop is recorded
 	return false
 }
 
 // ping reports whether the server answered a ping in time.
 func (m *Manager) ping(s *server, lc *liveConn) bool {
-	ctx, cancel := context.WithTimeout(s.ctx, m.opts.Health.Timeout)
+	ctx, cancel := context.WithTimeout(lc.ctx, m.opts.Health.Timeout)
 	defer cancel()
 	err := lc.cs.Ping(ctx, nil)
 	if err == nil || s.ctx.Err() != nil {

@@ -257,3 +257,92 @@ func TestCallFailsDisconnectedBeforeTheWatcherNotices(t *testing.T) {
 		t.Errorf("ToolCallFinished %+v, want the error %q", fin, r.Text())
 	}
 }
+
+// A disconnect asked while the server's goroutine records a drop ends the
+// server there: the drop is recorded without a reconnect, and nothing
+// connects the server again behind the caller's back (a reconnect used to
+// take the place of the dropped record after the disconnect had waited
+// for it).
+func TestDisconnectDuringADropEndsTheServer(t *testing.T) {
+	e := newEnv(t, &Options{Reconnect: ReconnectPolicy{Initial: time.Hour, Max: time.Hour, NoJitter: true}})
+	ctx := testCtx(t)
+	sc := newScheduler(e.m)
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "crashy", "only=crash")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	release := sc.hold(t, "watch.ended", "crashy")
+	if _, err := tool(t, e.m, "mcp_crashy_crash").Call(ctx, map[string]any{"code": 3}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sc.at("watch.ended", "crashy"):
+	case <-ctx.Done():
+		t.Fatal("the drop was not noticed")
+	}
+	// A context that has ended: the disconnect asks and returns at once.
+	asked, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := e.m.DisconnectServer(asked, "crashy"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("disconnect during the drop: %v, want it to wait for the drop", err)
+	}
+	release()
+	if err := e.m.DisconnectServer(ctx, "crashy"); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "crashy events", e.serverTypes("s1", "crashy"), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected",
+		"ToolsListed/initial", "ToolCallStarted", "ToolCallFinished", "Disconnected/process exited"})
+	if d := ofType[*events.Disconnected](e, "s1"); len(d) != 1 || d[0].Reconnecting {
+		t.Fatalf("Disconnected %+v, want one, not reconnecting", d)
+	}
+	e.m.mu.Lock()
+	s := e.m.servers["crashy"]
+	e.m.mu.Unlock()
+	if s != nil {
+		t.Fatalf("a record of crashy is left in state %s", s.state)
+	}
+	if st := e.m.Status("crashy"); st != projector.StatusDisconnected {
+		t.Fatalf("status %s", st)
+	}
+}
+
+// A connect asked while a server's drop is recorded waits for the
+// decision and then finds the reconnecting record: it starts no second
+// process, and the one record stands for the server across the drop.
+func TestConnectDuringADropFindsTheReconnect(t *testing.T) {
+	e := newEnv(t, &Options{Reconnect: ReconnectPolicy{Initial: time.Hour, Max: time.Hour, NoJitter: true}})
+	ctx := testCtx(t)
+	sc := newScheduler(e.m)
+	c := stdio(t, "crashy", "only=crash")
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{c}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.m.mu.Lock()
+	before := e.m.servers["crashy"]
+	e.m.mu.Unlock()
+	release := sc.hold(t, "watch.ended", "crashy")
+	if _, err := tool(t, e.m, "mcp_crashy_crash").Call(ctx, map[string]any{"code": 3}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sc.at("watch.ended", "crashy"):
+	case <-ctx.Done():
+		t.Fatal("the drop was not noticed")
+	}
+	again := connectAsync(ctx, e.m, c)
+	await(t, ctx, "connect waits for the drop's decision", sc.at("connect.wait", ""), again)
+	release()
+	if r := <-again; r.err != nil || len(r.res.Errors) > 0 {
+		t.Fatal(r.res.Errors, r.err)
+	}
+	e.m.mu.Lock()
+	after, st := e.m.servers["crashy"], stDone
+	if after != nil {
+		st = after.state
+	}
+	e.m.mu.Unlock()
+	if after != before || st != stBackoff {
+		t.Fatalf("after the drop: record %p in state %s, want the same record %p in backoff", after, st, before)
+	}
+	equal(t, "crashy events", e.serverTypes("s1", "crashy"), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected",
+		"ToolsListed/initial", "ToolCallStarted", "ToolCallFinished", "Disconnected/process exited", "ReconnectScheduled"})
+}

@@ -516,7 +516,7 @@ func (m *Manager) attachView(ctx context.Context) error {
 //	run.failed         (server) a failed connect marked itself closing, before ConnectFailed
 //	run.conn           (server) ServerConnected was recorded, before the connection is published
 //	run.listed         (server) the first tools/list returned, before it is recorded
-//	watch.ended        (server) the drop watcher saw the connection end
+//	watch.ended        (server) the server's goroutine saw its connection end on its own and marked it dropped
 //	disconnect.marked  (server) a teardown marked the server closing
 //	finish.emit        (server) the teardown is about to record Disconnected
 //	finish.remove      (server) Disconnected was recorded, before the record is removed

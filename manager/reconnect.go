@@ -84,9 +84,8 @@ func (p ReconnectPolicy) delay(n int) time.Duration {
 	return d
 }
 
-// retry is the pending reconnect of a server record: the record stands
-// for the server between a drop (or a failed attempt) and its next
-// connection, and its run goroutine waits out delay before connecting.
+// retry is the pending reconnect of a server record, set when the server
+// dropped: its owner goroutine waits out delay before the next attempt.
 type retry struct {
 	delay time.Duration
 	// n counts the retries since the server was last stable; it sets the
@@ -159,21 +158,9 @@ func (m *Manager) noteFailure(name string) (tripped bool, count int) {
 	return count >= m.reconnect.BreakerAttempts, count
 }
 
-// successor makes the record that stands for s after it dropped: same
-// config, its tools served deferred, connecting after the policy's delay.
-// It is registered in place of s so that calls wait for it. Requires m.mu.
-func (m *Manager) successor(s *server, n int) *server {
-	s2 := m.newServer(s.cfg, s.hash)
-	s2.state = stBackoff
-	s2.retry = newRetry(m.reconnect.delay(n), n)
-	s2.deferred = true
-	s2.round = gatelessRound(s2)
-	m.servers[s.name] = s2
-	return s2
-}
-
 // gatelessRound returns a round without a startup gate for a server that
 // connects on its own (a reconnect): its events are never held for a gate.
+// Requires m.mu (it becomes s.round).
 func gatelessRound(s *server) *round {
 	r := newRound(0, []*server{s})
 	r.snap = true
@@ -229,18 +216,16 @@ func (m *Manager) retryAfterFailure(s *server, err error, took time.Duration, ti
 	return true
 }
 
-// awaitSuccessor waits until s (torn down after a drop) is replaced by a
-// reconnecting record and returns it, or nil when none follows.
-func (m *Manager) awaitSuccessor(ctx context.Context, s *server) *server {
+// awaitReconnect waits until the manager is done with s's connection lc,
+// which cut off a call, and reports whether s is reconnecting then (a
+// call made now waits for the reconnect), not ending.
+func (m *Manager) awaitReconnect(ctx context.Context, s *server, lc *liveConn) bool {
 	select {
-	case <-s.done:
+	case <-lc.gone:
 	case <-ctx.Done():
-		return nil
+		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s2 := m.servers[s.name]; s2 != nil && s2 != s && !s2.ending() {
-		return s2
-	}
-	return nil
+	return !s.ending()
 }

@@ -7,10 +7,13 @@ import (
 	"github.com/mcplife/mcplife/internal/proc"
 )
 
-// serve is the rest of a connected server's life on its own goroutine,
-// until the server is torn down or its connection ends: each case of its
-// select is one duty, done in turn.
+// serve is the rest of a connection's life on its server's goroutine,
+// until the server is torn down or the connection ends: each case of its
+// select is one duty, done in turn. It reports whether the connection
+// ended on its own (a drop, which the caller records), not by a teardown.
 //
+//   - The end of the connection: the session's Wait returned, the process
+//     exited, or a health check or the flood limit closed it (lc.ctx).
 //   - Re-lists on each (coalesced) notifications/tools/list_changed. A
 //     server may send the notification in a loop, with or without a
 //     change: re-lists are at least Options.RelistInterval apart
@@ -25,7 +28,7 @@ import (
 //   - Re-lists of resources and prompts on their list_changed
 //     notifications, spaced as tools' are, once surfaceLists recorded the
 //     first lists.
-func (m *Manager) serve(s *server, lc *liveConn, last string) {
+func (m *Manager) serve(s *server, lc *liveConn, last string) (dropped bool) {
 	var tick <-chan time.Time
 	if m.opts.Health.Interval > 0 {
 		t := time.NewTicker(m.opts.Health.Interval)
@@ -38,19 +41,18 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) {
 	surfaced := lc.surfaceReady
 	var resourcesChanged, promptsChanged chan struct{} // once the first lists are in
 	sf := &lc.surface
+	ended := func() bool { return s.ctx.Err() == nil } // else torn down
 	for {
 		select {
-		case <-s.ctx.Done():
-			return
-		case <-lc.ended:
-			return
+		case <-lc.ctx.Done():
+			return ended()
 		case ids := <-scan:
 			scan = nil
 			m.recordDescendants(s, lc, seen, ids)
 			continue
 		case <-tick:
 			if !m.checkHealth(s, lc) {
-				return
+				return ended()
 			}
 			if scan == nil {
 				scan = m.scanDescendants(lc)
@@ -58,7 +60,7 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) {
 			continue
 		case <-lc.checkNow:
 			if !m.checkHealth(s, lc) {
-				return
+				return ended()
 			}
 			continue
 		case <-surfaced:
@@ -71,27 +73,27 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) {
 			}
 			continue
 		case <-resourcesChanged:
-			if !m.spaced(s, &sf.prevResources, lc.resourcesChanged) {
-				return
+			if !m.spaced(lc, &sf.prevResources, lc.resourcesChanged) {
+				return ended()
 			}
 			sf.lastResources = m.listResources(s, lc, events.CauseListChanged, sf.lastResources)
 			continue
 		case <-promptsChanged:
-			if !m.spaced(s, &sf.prevPrompts, lc.promptsChanged) {
-				return
+			if !m.spaced(lc, &sf.prevPrompts, lc.promptsChanged) {
+				return ended()
 			}
 			sf.lastPrompts = m.listPrompts(s, lc, events.CauseListChanged, sf.lastPrompts)
 			continue
 		case <-lc.relist:
 		}
-		if !m.spaced(s, &prev, lc.relist) {
-			return
+		if !m.spaced(lc, &prev, lc.relist) {
+			return ended()
 		}
 		m.emitDeferred("", &events.ToolListChanged{Server: s.name})
 		start := m.now()
-		defs, err := m.listTools(s.ctx, s, lc)
-		if s.ctx.Err() != nil {
-			return
+		defs, err := m.listTools(lc.ctx, s, lc)
+		if lc.ctx.Err() != nil {
+			return ended() // the list failed with the connection: no ToolsListFailed
 		}
 		if err != nil {
 			m.emitDeferred("", &events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(start)})
@@ -112,14 +114,14 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) {
 // apart: when the last one (at *prev) is more recent, it waits out the
 // rest of the interval, and the signals that arrive meanwhile are covered
 // by the re-list that follows. It sets *prev to now and reports false
-// when s was torn down while it waited.
-func (m *Manager) spaced(s *server, prev *time.Time, signal chan struct{}) bool {
+// when the connection lc ended while it waited.
+func (m *Manager) spaced(lc *liveConn, prev *time.Time, signal chan struct{}) bool {
 	if !prev.IsZero() {
 		if wait := m.opts.RelistInterval - time.Since(*prev); wait > 0 {
 			t := time.NewTimer(wait)
 			defer t.Stop()
 			select {
-			case <-s.ctx.Done():
+			case <-lc.ctx.Done():
 				return false
 			case <-t.C:
 			}

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,54 +12,70 @@ import (
 	"github.com/mcplife/mcplife/internal/proc"
 )
 
-// server is the runtime record of one server from its ConnectStarted until
-// its teardown finished. The fields marked (m.mu) are guarded by the
-// manager's mutex; the rest are set before the record is shared.
+// server is the runtime record of one server, from its first
+// ConnectStarted until its teardown finished. One goroutine owns it (run):
+// it connects, lists, serves the connection and, when the connection ends
+// on its own, records the drop and connects again after a delay, in a
+// loop, so one record stands for the server across its reconnects. The
+// fields marked (m.mu) are guarded by the manager's mutex; the rest are
+// set before the record is shared.
 type server struct {
 	name    string
 	cfg     events.ServerConfig // unresolved
 	hash    string
-	round   *round
 	timeout time.Duration
+	// round is the startup round of the current attempt: the first
+	// connect's, then, after a drop, one without a gate (m.mu).
+	round *round
 
 	// ctx is cancelled when the server is torn down: it stops the connect
-	// and list task, the relist loop and in-flight calls.
+	// and list in flight, the owner's loop and in-flight calls.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// connected is closed when the connect settled; connErr (set before)
-	// is its error, nil on success.
+	// connected is closed when the current connect settled; connErr (set
+	// before) is its error, nil on success. After a drop a new channel
+	// stands for the next connect (m.mu).
 	connected chan struct{}
 	connErr   error
 
-	// retry is set on a record that reconnects a server after a drop: its
-	// run goroutine waits out the delay before each attempt.
+	// retry is set once the server dropped: the owner waits out its delay
+	// before each attempt (m.mu).
 	retry *retry
 
-	conn        *liveConn // (m.mu) set once initialize finished
+	conn        *liveConn // (m.mu) set once initialize finished; cleared when a drop was recorded
 	connectedAt time.Time // (m.mu) when conn was set
 	deferred    bool      // (m.mu) CachedToolsServed recorded, no live list yet
 	state       state     // (m.mu) where the record is in its lifecycle (state.go)
+	// decided is closed when the owner leaves the dropped state, having
+	// recorded the drop and decided to reconnect or not; stopAsked is set
+	// by a teardown that came while it was dropped (m.mu).
+	decided   chan struct{}
+	stopAsked bool
 	// cachedResources and cachedPrompts: (m.mu) lists of that kind were
 	// served from the cache at the gate, so the server's own listing must
 	// replace them even when it has none.
 	cachedResources, cachedPrompts bool
-	// unresponsive: the health check closed the connection (m.mu).
-	unresponsive bool
-	// flooded: the connection was closed for sending more than
-	// maxDeclinedRequests a second (m.mu).
-	flooded bool
-	calls   callGroup // in-flight calls; joined under m.mu while !closing
+	// calls are the in-flight calls of the current connection, or of the
+	// connect they wait for; a drop waits for its connection's group and
+	// starts a new one (m.mu).
+	calls *callGroup
 
-	taskDone  chan struct{} // the connect/list/relist goroutine exited
-	watchDone chan struct{} // the drop watcher exited (closed at once if none)
-	done      chan struct{} // teardown finished and the record was removed
+	taskDone chan struct{} // the owner goroutine exited
+	done     chan struct{} // teardown finished and the record was removed
 }
 
 // liveConn is a connected server's go-sdk session.
 type liveConn struct {
-	cs     *mcp.ClientSession
-	proc   *proc.Process // stdio only
+	cs   *mcp.ClientSession
+	proc *proc.Process // stdio only
+	// ctx ends with the connection: when the server is torn down, when the
+	// session's Wait returned, when the process exited, or when the
+	// manager closed the connection (a failed health check, a flood).
+	// Requests on the connection use it, and the owner's select notices
+	// the end through it.
+	ctx    context.Context
+	cancel context.CancelFunc
 	relist chan struct{} // coalesced tools/list_changed signals (cap 1)
 	// checkNow asks the health check to ping at once (cap 1).
 	checkNow chan struct{}
@@ -69,9 +86,18 @@ type liveConn struct {
 	// are recorded (or failed, or the server has none).
 	surfaceReady chan struct{}
 	surface      surfaceState
-	ended        chan struct{} // closed when the session's Wait returned
-	res          resolved
-	pool         *http.Transport // HTTP and SSE only
+	// ended is closed when the session's Wait returned, with waitErr
+	// (set before) its error.
+	ended   chan struct{}
+	waitErr error
+	// gone is closed once the manager is done with the connection: its
+	// Disconnected is recorded and, after a drop, the reconnect (if any)
+	// is scheduled. A call cut off by the drop waits for it before it is
+	// made again.
+	gone     chan struct{}
+	goneOnce sync.Once
+	res      resolved
+	pool     *http.Transport // HTTP and SSE only
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
 	// logs rate-limits the server's log messages (fields under m.mu);
@@ -85,7 +111,15 @@ type liveConn struct {
 	// flood bounds the server's requests to the host and its resource
 	// updates (fields under m.mu).
 	flood floodLimiter
+	// unresponsive: the health check closed the connection (m.mu).
+	unresponsive bool
+	// flooded: the connection was closed for sending more than
+	// maxDeclinedRequests a second (m.mu).
+	flooded bool
 }
+
+// release closes lc.gone, once.
+func (lc *liveConn) release() { lc.goneOnce.Do(func() { close(lc.gone) }) }
 
 // closeIdle closes the keep-alive connections of an HTTP server's pool.
 func (lc *liveConn) closeIdle() {
@@ -94,42 +128,44 @@ func (lc *liveConn) closeIdle() {
 	}
 }
 
-// callGroup counts in-flight calls of a server.
+// callGroup counts in-flight calls of one connection of a server.
 type callGroup struct {
 	n    int
 	zero chan struct{} // closed when n drops to 0 while waited for
 }
 
-// join adds a call to s unless s is being torn down. Requires m.mu.
-func (g *callGroup) join(s *server) bool {
+// joinCall adds a call to s's current group unless s is leaving (dropped,
+// being torn down), and returns the group the call must leave. Requires
+// m.mu.
+func (s *server) joinCall() *callGroup {
 	if s.ending() {
-		return false
+		return nil
 	}
-	g.n++
-	return true
+	s.calls.n++
+	return s.calls
 }
 
-// leave ends a call of s.
-func (m *Manager) leaveCall(s *server) {
+// leaveCall ends a call of the group g.
+func (m *Manager) leaveCall(g *callGroup) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s.calls.n--
-	if s.calls.n == 0 && s.calls.zero != nil {
-		close(s.calls.zero)
-		s.calls.zero = nil
+	g.n--
+	if g.n == 0 && g.zero != nil {
+		close(g.zero)
+		g.zero = nil
 	}
 }
 
-// waitCalls waits until s has no call in flight. Only the teardown calls
-// it, after marking s closing, so no call joins meanwhile.
-func (m *Manager) waitCalls(s *server) {
+// waitCalls waits until the group g has no call in flight. Only a
+// teardown or a drop calls it, after the group stopped taking calls.
+func (m *Manager) waitCalls(g *callGroup) {
 	m.mu.Lock()
-	if s.calls.n == 0 {
+	if g.n == 0 {
 		m.mu.Unlock()
 		return
 	}
 	ch := make(chan struct{})
-	s.calls.zero = ch
+	g.zero = ch
 	m.mu.Unlock()
 	<-ch
 }

@@ -101,14 +101,14 @@ func (m *Manager) askForLogs(cs *mcp.ClientSession) (setLevel, perRequest bool) 
 // setServerLogLevel sends logging/setLevel to a connected server. A
 // failure is logged at Debug: logs are best effort.
 func (m *Manager) setServerLogLevel(s *server, lc *liveConn) {
-	ctx := s.ctx
+	ctx := lc.ctx
 	if s.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
 	err := lc.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(m.opts.ServerLogLevel)})
-	if err != nil && s.ctx.Err() == nil {
+	if err != nil && lc.ctx.Err() == nil {
 		m.log.Debug("MCP server did not take the log level", "server", s.name, "level", m.opts.ServerLogLevel, "err", lc.res.scrubText(err.Error()))
 	}
 }

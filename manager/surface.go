@@ -23,7 +23,7 @@ import (
 // advertises them, beside its first tools/list, then leaves what it
 // listed in lc.surface and closes lc.surfaceReady: the re-lists on their
 // list_changed notifications are cases of serve's select.
-func (m *Manager) surfaceLists(s *server, lc *liveConn) {
+func (m *Manager) surfaceLists(s *server, lc *liveConn, reconnect bool) {
 	defer close(lc.surfaceReady)
 	caps := lc.cs.InitializeResult()
 	if caps == nil || caps.Capabilities == nil {
@@ -34,7 +34,7 @@ func (m *Manager) surfaceLists(s *server, lc *liveConn) {
 	sf.resources, sf.prompts = caps.Capabilities.Resources != nil, caps.Capabilities.Prompts != nil
 	m.replaceCachedSurface(s, lc, sf.resources, sf.prompts)
 	cause := events.CauseInitial
-	if s.retry != nil {
+	if reconnect {
 		cause = events.CauseReconnect
 	}
 	if sf.resources {
@@ -76,7 +76,7 @@ func (m *Manager) replaceCachedSurface(s *server, lc *liveConn, hasResources, ha
 // listResources lists the resources and templates of s and records them
 // unless their hash is last; it returns the hash of what is recorded now.
 func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause, last string) string {
-	ctx, cancel := m.listContext(s)
+	ctx, cancel := m.listContext(s, lc)
 	defer cancel()
 	begin := m.now()
 	ev := &events.ResourcesListed{Server: s.name, ConfigHash: s.hash, Resources: []events.ResourceDef{}, Cause: cause}
@@ -127,7 +127,7 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 // listPrompts lists the prompts of s and records them unless their hash is
 // last; it returns the hash of what is recorded now.
 func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, last string) string {
-	ctx, cancel := m.listContext(s)
+	ctx, cancel := m.listContext(s, lc)
 	defer cancel()
 	begin := m.now()
 	ev := &events.PromptsListed{Server: s.name, ConfigHash: s.hash, Prompts: []events.PromptDef{}, Cause: cause}
@@ -171,12 +171,12 @@ func (m *Manager) emitSurface(s *server, lc *liveConn, ev events.Event) {
 	}
 }
 
-// listContext bounds a list by the server's timeout.
-func (m *Manager) listContext(s *server) (context.Context, context.CancelFunc) {
+// listContext bounds a list on the connection lc by the server's timeout.
+func (m *Manager) listContext(s *server, lc *liveConn) (context.Context, context.CancelFunc) {
 	if s.timeout > 0 {
-		return context.WithTimeout(s.ctx, s.timeout)
+		return context.WithTimeout(lc.ctx, s.timeout)
 	}
-	return context.WithCancel(s.ctx)
+	return context.WithCancel(lc.ctx)
 }
 
 // rawList marshals a list, or returns nil for an empty one.

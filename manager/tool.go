@@ -118,7 +118,11 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 		}
 		m.mu.Lock()
 	}
-	if s == nil || !s.calls.join(s) {
+	var g *callGroup
+	if s != nil {
+		g = s.joinCall()
+	}
+	if g == nil {
 		m.mu.Unlock()
 		return errorResult(notConnected(t.Server)), nil
 	}
@@ -147,29 +151,28 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 		cctx, cancel = context.WithTimeout(ctx, limit)
 	}
 	defer cancel()
-	res, errText, dropped, err := m.doCall(cctx, s, t, args, deferred)
-	// The call leaves its server only once ToolCallFinished is recorded:
-	// a teardown waits for the server's calls, so its Disconnected always
-	// follows them.
-	joined := s
+	res, errText, cut, err := m.doCall(cctx, s, t, args, deferred)
+	// The call leaves its group only once ToolCallFinished is recorded: a
+	// teardown or a drop waits for the calls of its connection, so its
+	// Disconnected always follows them.
 	retried := false
-	if dropped && !m.reconnect.Disabled && retryable(t.Annotations) {
+	if cut != nil && !m.reconnect.Disabled && retryable(t.Annotations) {
 		// Cut off by the drop: a read-only or idempotent call is made once
 		// more on the reconnected server.
-		m.leaveCall(s)
-		joined = nil
-		if s2 := m.awaitSuccessor(cctx, s); s2 != nil {
+		m.leaveCall(g)
+		g = nil
+		if m.awaitReconnect(cctx, s, cut) {
 			m.mu.Lock()
-			ok := s2.calls.join(s2)
+			g = s.joinCall()
 			m.mu.Unlock()
-			if ok {
-				joined, retried = s2, true
-				res, errText, _, err = m.doCall(cctx, s2, t, args, true)
+			if g != nil {
+				retried = true
+				res, errText, _, err = m.doCall(cctx, s, t, args, true)
 			}
 		}
 	}
-	if joined != nil {
-		defer m.leaveCall(joined)
+	if g != nil {
+		defer m.leaveCall(g)
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		// The call's own timeout, not the caller's context.
@@ -220,17 +223,17 @@ func retryable(annotations json.RawMessage) bool {
 
 // doCall performs the call. errText is the recorded error of a
 // client-side failure (empty for the tool's own error results, which are
-// not recorded); dropped reports a call cut off by the end of the
-// connection.
-func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, deferred bool) (res *CallResult, errText string, dropped bool, err error) {
-	fail := func(e error) (*CallResult, string, bool, error) {
+// not recorded); cut is the connection whose end cut the call off, nil
+// when it was not.
+func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, deferred bool) (res *CallResult, errText string, cut *liveConn, err error) {
+	fail := func(e error) (*CallResult, string, *liveConn, error) {
 		r := errorResult(e)
-		return r, r.Text(), false, nil
+		return r, r.Text(), nil, nil
 	}
 	if deferred {
 		if err := m.awaitConnect(ctx, s); err != nil {
 			if ctx.Err() != nil {
-				return nil, "", false, ctx.Err()
+				return nil, "", nil, ctx.Err()
 			}
 			return fail(err)
 		}
@@ -245,10 +248,11 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	if lc == nil {
 		return fail(notConnected(s.name))
 	}
-	// The teardown cancels s.ctx: in-flight calls end at once.
+	// The end of the connection (a teardown included) ends in-flight calls
+	// at once.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
+	stop := context.AfterFunc(lc.ctx, cancel)
 	defer stop()
 	if raw, ok := args.(json.RawMessage); ok && len(raw) == 0 {
 		args = nil
@@ -265,18 +269,18 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	r, cerr := lc.cs.CallTool(cctx, params)
 	if cerr != nil {
 		if ctx.Err() != nil {
-			return nil, "", false, ctx.Err()
+			return nil, "", nil, ctx.Err()
 		}
-		if connectionEnded(ctx, s, lc, cerr) {
+		if connectionEnded(ctx, lc, cerr) {
 			res, errText, _, err = fail(&ServerError{Server: s.name, Op: OpCall, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
-			return res, errText, true, err
+			return res, errText, lc, err
 		}
 		if ctx.Err() != nil {
-			return nil, "", false, ctx.Err()
+			return nil, "", nil, ctx.Err()
 		}
 		return fail(&ServerError{Server: s.name, Op: OpCall, Err: &scrubbedError{msg: lc.res.scrubText(cerr.Error()), cause: cerr}})
 	}
-	return &CallResult{Result: r}, "", false, nil
+	return &CallResult{Result: r}, "", nil, nil
 }
 
 // awaitConnect waits for s's connect to settle and returns its error. It
@@ -284,14 +288,17 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 // timeout; a reconnecting server is waited for as long as ctx (the call's
 // timeout) allows, across its attempts.
 func (m *Manager) awaitConnect(ctx context.Context, s *server) error {
+	m.mu.Lock()
+	connected, reconnecting := s.connected, s.retry != nil
+	m.mu.Unlock()
 	wctx := ctx
-	if s.timeout > 0 && s.retry == nil {
+	if s.timeout > 0 && !reconnecting {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
 	select {
-	case <-s.connected:
+	case <-connected:
 	case <-wctx.Done():
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -74,6 +74,12 @@ type Process struct {
 
 	once    sync.Once
 	termErr error
+
+	// afterExit holds the functions AfterExit registered before the
+	// child exited (mu); exitRan is set once the reaper ran them.
+	mu        sync.Mutex
+	afterExit []func()
+	exitRan   bool
 }
 
 // Start starts command with args in dir, with env (and, on Linux, the
@@ -190,6 +196,13 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 		unregisterChild(p.pid, marker)
 		p.state = cmd.ProcessState
 		close(p.exited)
+		p.mu.Lock()
+		fs := p.afterExit
+		p.afterExit, p.exitRan = nil, true
+		p.mu.Unlock()
+		for _, f := range fs {
+			f()
+		}
 	}()
 	return p, nil
 }
@@ -211,6 +224,21 @@ func (p *Process) Stderr() *Ring { return p.stderr }
 // Exited returns a channel that is closed once the child exited and was
 // reaped.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// AfterExit arranges for f to run once the child exited and was reaped,
+// on the goroutine that reaped it (so f must not block), or at once on the
+// caller's goroutine when the child is gone already. It spares a caller
+// that must notice the exit a goroutine of its own waiting on Exited.
+func (p *Process) AfterExit(f func()) {
+	p.mu.Lock()
+	if !p.exitRan {
+		p.afterExit = append(p.afterExit, f)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	f()
+}
 
 // ExitStatus returns the child's exit status once it was reaped: its exit
 // code, or on Unix 128+signal when a signal ended it. It returns nil while
