@@ -294,7 +294,6 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 			to = stNeedsAuth
 		}
 		tornDown := m.claim(s, to)
-		m.yield("run.failed", s.name)
 		if tornDown {
 			m.endRecord(s, err, false)
 			return nil, "", false, false
@@ -336,7 +335,6 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	r.enter(s.name)
 	m.emitDeferred("", connected)
 	r.leave()
-	m.yield("run.conn", s.name)
 	m.mu.Lock()
 	if s.state == stDialing { // else a teardown began: it closes lc
 		m.setState(s, stListing)

@@ -147,9 +147,6 @@ func (m *Manager) finish(servers []*server, discs []*events.Disconnected, correl
 		m.yield("finish.emit", s.name)
 	}
 	m.emitCorrelated(correlation, evs...)
-	for _, s := range servers {
-		m.yield("finish.remove", s.name)
-	}
 	m.mu.Lock()
 	for _, s := range servers {
 		delete(m.servers, s.name)

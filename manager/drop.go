@@ -117,13 +117,10 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 		m.emitDeferred("", d, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: d.Error})
 		m.log.Warn("MCP server keeps failing; reconnecting stopped", "server", s.name, "attempts", count)
 		delete(m.servers, s.name)
-		m.mu.Unlock()
-		lc.release()
-		m.yield("finish.remove", s.name)
-		m.mu.Lock()
 		m.setState(s, stDone)
 		close(s.done)
 		m.mu.Unlock()
+		lc.release()
 		return false
 	}
 	// The record stands for the server until its next connection: same

@@ -506,20 +506,21 @@ func (m *Manager) attachView(ctx context.Context) error {
 // scheduling point, a place where another goroutine's step may come in
 // between; the test varies or holds the interleaving there. Unset, it is
 // an inlined nil check with constant arguments: no call, no allocation.
-// The points, by name, with the server they concern ("" for none):
+// Where the server's state decides an interleaving under the manager's
+// mutex (a failed connect claiming its record, a connection published to
+// a record being torn down, a record removed after its Disconnected) no
+// point is needed. The points, by name, with the server they concern (""
+// for none):
 //
 //	connect.wait       ConnectServers waits for earlier teardowns of its servers
 //	connect.started    ConnectServers started the round's servers, before its gate
 //	gate.snapshot      the gate is about to take its snapshot of settled servers
 //	gate.emit          the gate decided, before it marks deferred servers and records
 //	run.connected      (server) connect + initialize returned, before anything is recorded
-//	run.failed         (server) a failed connect marked itself closing, before ConnectFailed
-//	run.conn           (server) ServerConnected was recorded, before the connection is published
 //	run.listed         (server) the first tools/list returned, before it is recorded
 //	watch.ended        (server) the server's goroutine saw its connection end on its own and marked it dropped
 //	disconnect.marked  (server) a teardown marked the server closing
 //	finish.emit        (server) the teardown is about to record Disconnected
-//	finish.remove      (server) Disconnected was recorded, before the record is removed
 //	reload.discover    Reload tore everything down and is about to rediscover
 func (m *Manager) yield(point, server string) {
 	if m.sched != nil {
