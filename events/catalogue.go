@@ -219,6 +219,7 @@ type ToolsListed struct {
 	Count      int           `json:"count"`
 	Duration   time.Duration `json:"duration"`
 	Cause      ListCause     `json:"cause"`
+	CacheHints
 }
 
 // ToolsListFailed is recorded when tools/list failed.
@@ -400,6 +401,7 @@ var decoders = map[string]struct {
 	TypeAuthRequired:         {1, func() Event { return new(AuthRequired) }},
 	TypeAuthCompleted:        {1, func() Event { return new(AuthCompleted) }},
 	TypeAuthFailed:           {1, func() Event { return new(AuthFailed) }},
+	TypeServerEraDetected:    {1, func() Event { return new(ServerEraDetected) }},
 
 	TypeServerMessagesLimited: {1, func() Event { return new(ServerMessagesLimited) }},
 }

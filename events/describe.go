@@ -33,7 +33,13 @@ func Describe(ev Event) string {
 	case *ConnectFailed:
 		return fmt.Sprintf("%s timedOut=%t error=%q", e.Server, e.TimedOut, e.Error)
 	case *ToolsListed:
-		return fmt.Sprintf("%s cause=%s count=%d tools=%s", e.Server, e.Cause, e.Count, toolNames(e.Tools))
+		return fmt.Sprintf("%s cause=%s count=%d tools=%s", e.Server, e.Cause, e.Count, toolNames(e.Tools)) + e.CacheHints.describe()
+	case *ServerEraDetected:
+		s := fmt.Sprintf("%s era=%s protocol=%s", e.Server, e.Era, e.ProtocolVersion)
+		if len(e.SupportedVersions) > 0 {
+			s += " supported=[" + strings.Join(e.SupportedVersions, " ") + "]"
+		}
+		return s + CacheHints{TTLMs: e.TTLMs, CacheScope: e.CacheScope}.describe()
 	case *ToolsListFailed:
 		return fmt.Sprintf("%s error=%q", e.Server, e.Error)
 	case *StartupGateElapsed:
@@ -121,13 +127,13 @@ func Describe(ev Event) string {
 			}
 			s += " templates=[" + strings.Join(tpls, " ") + "]"
 		}
-		return s
+		return s + e.CacheHints.describe()
 	case *PromptsListed:
 		names := make([]string, len(e.Prompts))
 		for i, p := range e.Prompts {
 			names[i] = p.Name
 		}
-		return fmt.Sprintf("%s cause=%s count=%d prompts=[%s]", e.Server, e.Cause, e.Count, strings.Join(names, " "))
+		return fmt.Sprintf("%s cause=%s count=%d prompts=[%s]", e.Server, e.Cause, e.Count, strings.Join(names, " ")) + e.CacheHints.describe()
 	case *ResourceUpdated:
 		s := fmt.Sprintf("%s uri=%s", e.Server, e.URI)
 		if e.Coalesced > 0 {
@@ -245,4 +251,14 @@ func countList(key string, counts map[string]int) string {
 		parts[i] = fmt.Sprintf("%s:%d", n, counts[n])
 	}
 	return key + "=[" + strings.Join(parts, " ") + "]"
+}
+
+// describe returns the hints as " ttlMs=N scope=S", or "" when there are
+// none (lists of the legacy era).
+func (h CacheHints) describe() string {
+	s := ""
+	if h.TTLMs > 0 {
+		s += fmt.Sprintf(" ttlMs=%d", h.TTLMs)
+	}
+	return s + kv(" scope", h.CacheScope)
 }

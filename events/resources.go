@@ -70,6 +70,7 @@ type ResourcesListed struct {
 	// CacheAge is the age of the lists served from the cache (cause
 	// "cache").
 	CacheAge time.Duration `json:"cacheAge,omitempty"`
+	CacheHints
 }
 
 // PromptsListed is recorded when a server's prompts were listed (all
@@ -85,6 +86,7 @@ type PromptsListed struct {
 	// CacheAge is the age of the list served from the cache (cause
 	// "cache").
 	CacheAge time.Duration `json:"cacheAge,omitempty"`
+	CacheHints
 }
 
 // ResourceUpdated is recorded when a server said a resource the session
