@@ -19,16 +19,23 @@ const DefaultCacheTTL = 30 * 24 * time.Hour
 // ToolCacheSnapshotName names the tool cache's checkpoint in a store. The
 // version in the name changes with the format, so a checkpoint of an older
 // format is never restored: the cache is rebuilt from the events instead.
-const ToolCacheSnapshotName = "toolcache/v2"
+const ToolCacheSnapshotName = "toolcache/v3"
 
 // toolCacheSnapshotVersion is the format version inside the checkpoint.
-const toolCacheSnapshotVersion = 2
+// Version 3 added the lists' cache hints, the recording host of private
+// lists, and the servers' eras.
+const toolCacheSnapshotVersion = 3
 
 // ToolCache is the fold of every session's ToolsListed, ResourcesListed and
 // PromptsListed events into the newest tool list, resource lists and prompt
-// list per server name and configuration hash. The manager serves them,
-// deferred, when a server is still pending at the startup gate. On a store
-// shared by several hosts it holds what any of them listed.
+// list per server name and configuration hash, and of ServerEraDetected
+// into the newest era per server and configuration hash. The manager
+// serves the lists, deferred, when a server is still pending at the
+// startup gate, and uses a list that is still fresh (its ttlMs not yet
+// passed) and a fresh era to skip requests of a connect. On a store shared
+// by several hosts it holds what any of them listed, except that a private
+// list (cacheScope "private") is only ever found by the host that listed
+// it, under the same authorization context ([Viewer]).
 //
 // The newest list is the one with the highest envelope Seq (envelopes not
 // yet stored, with Seq 0, compare by Time), so a late, older write never
@@ -48,11 +55,32 @@ type ToolCache struct {
 	tools     lists[[]events.ToolDef]
 	resources lists[resourceLists]
 	prompts   lists[[]events.PromptDef]
+	eras      lists[eraRecord]
 	lastSeq   uint64
 	counts    Counts
 }
 
-type cacheKey struct{ server, configHash string }
+// cacheKey says what an entry holds: server and configuration, and for a
+// private list whose it is (the viewer's key; "" for public lists).
+type cacheKey struct{ server, configHash, owner string }
+
+// Viewer is who asks the cache for a list: the host (the envelope's Host
+// of what it records) and the authorization context its connection to the
+// server has ([events.CacheHints] AuthContext; "" for none). Public lists
+// are found by every viewer; a private list only by the viewer it was
+// listed for.
+type Viewer struct{ Host, AuthContext string }
+
+// key returns the owner key of v's private lists.
+func (v Viewer) key() string { return v.Host + "\n" + v.AuthContext }
+
+// ownerOf returns the owner key of a list recorded by host with hints h.
+func ownerOf(host string, h events.CacheHints) string {
+	if !h.Private() {
+		return ""
+	}
+	return Viewer{host, h.AuthContext}.key()
+}
 
 // resourceLists are a server's resources and resource templates, listed
 // together.
@@ -68,6 +96,12 @@ type entry[T any] struct {
 	time  time.Time
 	list  T
 	items int
+	hints events.CacheHints
+}
+
+// fresh reports whether the list's own TTL (ttlMs) has not passed at now.
+func (e entry[T]) fresh(now time.Time) bool {
+	return e.hints.TTLMs > 0 && now.Sub(e.time) < time.Duration(e.hints.TTLMs)*time.Millisecond
 }
 
 // newer reports whether e was recorded after old.
@@ -118,10 +152,20 @@ func (l lists[T]) prune(now time.Time, ttl time.Duration) int {
 	return n
 }
 
+// find returns the entry for server and configHash that v may see at now:
+// the newer of the public one and v's private one.
+func (l lists[T]) find(v Viewer, server, configHash string, now time.Time, ttl time.Duration) (e entry[T], age time.Duration, ok bool) {
+	e, age, ok = l.live(cacheKey{server, configHash, ""}, now, ttl)
+	if p, page, pok := l.live(cacheKey{server, configHash, v.key()}, now, ttl); pok && (!ok || p.newer(e)) {
+		return p, page, true
+	}
+	return e, age, ok
+}
+
 // NewToolCache returns an empty cache with the default TTL.
 func NewToolCache() *ToolCache { return &ToolCache{} }
 
-// Name returns the name of the cache's store checkpoint, "toolcache/v2".
+// Name returns the name of the cache's store checkpoint, "toolcache/v3".
 func (c *ToolCache) Name() string { return ToolCacheSnapshotName }
 
 // LastSeq returns the highest sequence passed to Apply or restored from a
@@ -140,11 +184,11 @@ func (c *ToolCache) Counts() Counts {
 }
 
 // cacheTypes are the event types the cache folds.
-var cacheTypes = []string{events.TypeToolsListed, events.TypeResourcesListed, events.TypePromptsListed}
+var cacheTypes = []string{events.TypeToolsListed, events.TypeResourcesListed, events.TypePromptsListed, events.TypeServerEraDetected}
 
 // EventTypes reports the envelope types the cache folds (ToolsListed,
-// ResourcesListed, PromptsListed), so a journal can catch it up without
-// reading the rest of the history.
+// ResourcesListed, PromptsListed, ServerEraDetected), so a journal can
+// catch it up without reading the rest of the history.
 func (c *ToolCache) EventTypes() []string { return slices.Clone(cacheTypes) }
 
 // Apply folds env into the cache. Only the list events of any session are
@@ -177,20 +221,28 @@ func (c *ToolCache) ApplyDecoded(env events.Envelope, decode func() (events.Even
 	}
 	switch e := ev.(type) {
 	case *events.ToolsListed:
-		c.tools.put(cacheKey{e.Server, e.ConfigHash}, entry[[]events.ToolDef]{env.Seq, env.Time, e.Tools, len(e.Tools)})
+		c.tools.put(cacheKey{e.Server, e.ConfigHash, ownerOf(env.Host, e.CacheHints)},
+			entry[[]events.ToolDef]{env.Seq, env.Time, e.Tools, len(e.Tools), e.CacheHints})
 	case *events.ResourcesListed:
 		if e.Cause == events.CauseCache {
 			c.counts.Ignored++
 			return
 		}
-		c.resources.put(cacheKey{e.Server, e.ConfigHash}, entry[resourceLists]{env.Seq, env.Time,
-			resourceLists{e.Resources, e.Templates}, len(e.Resources) + len(e.Templates)})
+		c.resources.put(cacheKey{e.Server, e.ConfigHash, ownerOf(env.Host, e.CacheHints)}, entry[resourceLists]{env.Seq, env.Time,
+			resourceLists{e.Resources, e.Templates}, len(e.Resources) + len(e.Templates), e.CacheHints})
 	case *events.PromptsListed:
 		if e.Cause == events.CauseCache {
 			c.counts.Ignored++
 			return
 		}
-		c.prompts.put(cacheKey{e.Server, e.ConfigHash}, entry[[]events.PromptDef]{env.Seq, env.Time, e.Prompts, len(e.Prompts)})
+		c.prompts.put(cacheKey{e.Server, e.ConfigHash, ownerOf(env.Host, e.CacheHints)},
+			entry[[]events.PromptDef]{env.Seq, env.Time, e.Prompts, len(e.Prompts), e.CacheHints})
+	case *events.ServerEraDetected:
+		// One era per server and config, whoever probed it; a private
+		// discover result is fresh only for the host that probed.
+		rec := eraRecord{e.Era, e.ProtocolVersion, e.SupportedVersions, e.Discover, env.Host}
+		c.eras.put(cacheKey{e.Server, e.ConfigHash, ""}, entry[eraRecord]{env.Seq, env.Time, rec, 1,
+			events.CacheHints{TTLMs: e.TTLMs, CacheScope: e.CacheScope}})
 	}
 	c.counts.Applied++
 }
@@ -204,7 +256,7 @@ func (c *ToolCache) ttl() time.Duration { return cmp.Or(c.TTL, DefaultCacheTTL) 
 // the definitions are shared and must not be modified.
 func (c *ToolCache) Lookup(server, configHash string, now time.Time) (tools []events.ToolDef, age time.Duration, ok bool) {
 	c.mu.RLock()
-	e, age, ok := c.tools.live(cacheKey{server, configHash}, now, c.ttl())
+	e, age, ok := c.tools.live(cacheKey{server, configHash, ""}, now, c.ttl())
 	c.mu.RUnlock()
 	if !ok {
 		return nil, 0, false
@@ -217,15 +269,76 @@ func (c *ToolCache) Lookup(server, configHash string, now time.Time) (tools []ev
 func (c *ToolCache) Has(server, configHash string, now time.Time) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	_, _, ok := c.tools.live(cacheKey{server, configHash}, now, c.ttl())
+	_, _, ok := c.tools.live(cacheKey{server, configHash, ""}, now, c.ttl())
 	return ok
+}
+
+// Cached is a list found in the cache: the list, its age, its cache hints
+// and whether it is still fresh by its own TTL (ttlMs), which a connect
+// may use instead of asking the server.
+type Cached[T any] struct {
+	List  T
+	Age   time.Duration
+	Fresh bool
+	Hints events.CacheHints
+}
+
+// LookupFor returns the newest tool list of server under configHash that
+// v may see at now (public lists, and v's own private ones), as
+// [ToolCache.Lookup] does; Lookup finds public lists only.
+func (c *ToolCache) LookupFor(v Viewer, server, configHash string, now time.Time) (Cached[[]events.ToolDef], bool) {
+	c.mu.RLock()
+	e, age, ok := c.tools.find(v, server, configHash, now, c.ttl())
+	c.mu.RUnlock()
+	if !ok {
+		return Cached[[]events.ToolDef]{}, false
+	}
+	return Cached[[]events.ToolDef]{slices.Clone(e.list), age, e.fresh(now), e.hints}, true
+}
+
+// Era is the newest era recorded for a server under a config
+// ([events.ServerEraDetected]), with its age and whether its discover
+// result is still fresh by its TTL (and, when private, was probed by the
+// host asking).
+type Era struct {
+	Era               events.Era
+	ProtocolVersion   string
+	SupportedVersions []string
+	Discover          *events.DiscoverInfo
+	Age               time.Duration
+	Fresh             bool
+	Hints             events.CacheHints
+}
+
+// eraRecord is what the cache keeps of a ServerEraDetected.
+type eraRecord struct {
+	era       events.Era
+	version   string
+	supported []string
+	discover  *events.DiscoverInfo
+	host      string
+}
+
+// LookupEra returns the newest era of server under configHash, as host
+// (the asking host's id) may use it at now. An era is kept as long as the
+// cache's TTL, like a list; Fresh says whether its discover result may
+// stand in for a probe.
+func (c *ToolCache) LookupEra(host, server, configHash string, now time.Time) (Era, bool) {
+	c.mu.RLock()
+	e, age, ok := c.eras.live(cacheKey{server, configHash, ""}, now, c.ttl())
+	c.mu.RUnlock()
+	if !ok {
+		return Era{}, false
+	}
+	fresh := e.fresh(now) && (!e.hints.Private() || e.list.host == host)
+	return Era{e.list.era, e.list.version, slices.Clone(e.list.supported), e.list.discover, age, fresh, e.hints}, true
 }
 
 // LookupResources returns the newest cached resources and resource
 // templates of server under configHash, as [ToolCache.Lookup] does tools.
 func (c *ToolCache) LookupResources(server, configHash string, now time.Time) (resources []events.ResourceDef, templates []events.ResourceTemplateDef, age time.Duration, ok bool) {
 	c.mu.RLock()
-	e, age, ok := c.resources.live(cacheKey{server, configHash}, now, c.ttl())
+	e, age, ok := c.resources.live(cacheKey{server, configHash, ""}, now, c.ttl())
 	c.mu.RUnlock()
 	if !ok {
 		return nil, nil, 0, false
@@ -237,7 +350,7 @@ func (c *ToolCache) LookupResources(server, configHash string, now time.Time) (r
 // configHash, as [ToolCache.Lookup] does tools.
 func (c *ToolCache) LookupPrompts(server, configHash string, now time.Time) (prompts []events.PromptDef, age time.Duration, ok bool) {
 	c.mu.RLock()
-	e, age, ok := c.prompts.live(cacheKey{server, configHash}, now, c.ttl())
+	e, age, ok := c.prompts.live(cacheKey{server, configHash, ""}, now, c.ttl())
 	c.mu.RUnlock()
 	if !ok {
 		return nil, 0, false
@@ -253,7 +366,7 @@ func (c *ToolCache) Prune(now time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ttl := c.ttl()
-	return c.tools.prune(now, ttl) + c.resources.prune(now, ttl) + c.prompts.prune(now, ttl)
+	return c.tools.prune(now, ttl) + c.resources.prune(now, ttl) + c.prompts.prune(now, ttl) + c.eras.prune(now, ttl)
 }
 
 // toolCacheSnapshot is the checkpoint format.
@@ -263,14 +376,17 @@ type toolCacheSnapshot struct {
 	Entries   []toolCacheSnapEntry     `json:"entries"`
 	Resources []resourceCacheSnapEntry `json:"resources"`
 	Prompts   []promptCacheSnapEntry   `json:"prompts"`
+	Eras      []eraSnapEntry           `json:"eras,omitempty"`
 }
 
 // snapKey is the part of every checkpoint entry that says what it holds.
 type snapKey struct {
 	Server     string    `json:"server"`
 	ConfigHash string    `json:"configHash"`
+	Owner      string    `json:"owner,omitempty"`
 	Seq        uint64    `json:"seq"`
 	Time       time.Time `json:"time"`
+	events.CacheHints
 }
 
 type toolCacheSnapEntry struct {
@@ -289,16 +405,25 @@ type promptCacheSnapEntry struct {
 	Prompts []events.PromptDef `json:"prompts"`
 }
 
+type eraSnapEntry struct {
+	snapKey
+	Era               events.Era           `json:"era"`
+	ProtocolVersion   string               `json:"protocolVersion"`
+	SupportedVersions []string             `json:"supportedVersions,omitempty"`
+	Discover          *events.DiscoverInfo `json:"discover,omitempty"`
+	Host              string               `json:"host,omitempty"`
+}
+
 // snapEntries returns l's entries as checkpoint entries, sorted by server
 // and hash so equal caches give equal bytes.
 func snapEntries[T, S any](l lists[T], conv func(snapKey, T) S) []S {
 	keys := slices.SortedFunc(maps.Keys(l), func(a, b cacheKey) int {
-		return cmp.Or(strings.Compare(a.server, b.server), strings.Compare(a.configHash, b.configHash))
+		return cmp.Or(strings.Compare(a.server, b.server), strings.Compare(a.configHash, b.configHash), strings.Compare(a.owner, b.owner))
 	})
 	out := make([]S, 0, len(keys))
 	for _, k := range keys {
 		e := l[k]
-		out = append(out, conv(snapKey{Server: k.server, ConfigHash: k.configHash, Seq: e.seq, Time: e.time}, e.list))
+		out = append(out, conv(snapKey{Server: k.server, ConfigHash: k.configHash, Owner: k.owner, Seq: e.seq, Time: e.time, CacheHints: e.hints}, e.list))
 	}
 	return out
 }
@@ -325,6 +450,9 @@ func (c *ToolCache) Snapshot() (seq uint64, data []byte, err error) {
 			return resourceCacheSnapEntry{k, r.resources, r.templates}
 		}),
 		Prompts: snapEntries(c.prompts, func(k snapKey, p []events.PromptDef) promptCacheSnapEntry { return promptCacheSnapEntry{k, p} }),
+		Eras: snapEntries(c.eras, func(k snapKey, r eraRecord) eraSnapEntry {
+			return eraSnapEntry{k, r.era, r.version, r.supported, r.discover, r.host}
+		}),
 	}
 	c.mu.RUnlock()
 	data, err = json.Marshal(snap)
@@ -346,22 +474,26 @@ func (c *ToolCache) UnmarshalSnapshot(data []byte) error {
 	if snap.Version != toolCacheSnapshotVersion {
 		return fmt.Errorf("projector: unmarshal %s snapshot: unsupported version %d", ToolCacheSnapshotName, snap.Version)
 	}
-	key := func(k snapKey) cacheKey { return cacheKey{k.Server, k.ConfigHash} }
+	key := func(k snapKey) cacheKey { return cacheKey{k.Server, k.ConfigHash, k.Owner} }
 	tools := make(lists[[]events.ToolDef], len(snap.Entries))
 	for _, e := range snap.Entries {
-		tools[key(e.snapKey)] = entry[[]events.ToolDef]{e.Seq, e.Time, e.Tools, len(e.Tools)}
+		tools[key(e.snapKey)] = entry[[]events.ToolDef]{e.Seq, e.Time, e.Tools, len(e.Tools), e.CacheHints}
 	}
 	resources := make(lists[resourceLists], len(snap.Resources))
 	for _, e := range snap.Resources {
-		resources[key(e.snapKey)] = entry[resourceLists]{e.Seq, e.Time, resourceLists{e.Resources, e.Templates}, len(e.Resources) + len(e.Templates)}
+		resources[key(e.snapKey)] = entry[resourceLists]{e.Seq, e.Time, resourceLists{e.Resources, e.Templates}, len(e.Resources) + len(e.Templates), e.CacheHints}
 	}
 	prompts := make(lists[[]events.PromptDef], len(snap.Prompts))
 	for _, e := range snap.Prompts {
-		prompts[key(e.snapKey)] = entry[[]events.PromptDef]{e.Seq, e.Time, e.Prompts, len(e.Prompts)}
+		prompts[key(e.snapKey)] = entry[[]events.PromptDef]{e.Seq, e.Time, e.Prompts, len(e.Prompts), e.CacheHints}
+	}
+	eras := make(lists[eraRecord], len(snap.Eras))
+	for _, e := range snap.Eras {
+		eras[key(e.snapKey)] = entry[eraRecord]{e.Seq, e.Time, eraRecord{e.Era, e.ProtocolVersion, e.SupportedVersions, e.Discover, e.Host}, 1, e.CacheHints}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.tools, c.resources, c.prompts = tools, resources, prompts
+	c.tools, c.resources, c.prompts, c.eras = tools, resources, prompts, eras
 	c.lastSeq = snap.LastSeq
 	return nil
 }

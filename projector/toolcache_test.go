@@ -146,7 +146,7 @@ func TestToolCacheSnapshotRoundTrip(t *testing.T) {
 	c.Apply(listedEnv("a", 2, t0.Add(time.Second), "git", "h2", defs("git", 2)))
 	c.Apply(listedEnv("a", 3, t0, "web", "h3", defs("web", 1)))
 	c.Apply(listedEnv("a", 4, t0, "web", "h3", nil)) // tombstone
-	if c.Name() != "toolcache/v2" {
+	if c.Name() != "toolcache/v3" {
 		t.Errorf("Name = %q", c.Name())
 	}
 	data, err := c.MarshalSnapshot()
@@ -192,9 +192,9 @@ func TestToolCacheSnapshotRoundTrip(t *testing.T) {
 func TestToolCacheUnmarshalSnapshotErrors(t *testing.T) {
 	c := NewToolCache()
 	c.Apply(listedEnv("a", 1, t0, "fs", "h", defs("x", 1)))
-	for _, data := range []string{`{"version":`, `{"version":1,"entries":[]}`, `{"version":3,"entries":[]}`} {
+	for _, data := range []string{`{"version":`, `{"version":2,"entries":[]}`, `{"version":4,"entries":[]}`} {
 		err := c.UnmarshalSnapshot([]byte(data))
-		if err == nil || !strings.Contains(err.Error(), "toolcache/v2") {
+		if err == nil || !strings.Contains(err.Error(), "toolcache/v3") {
 			t.Errorf("UnmarshalSnapshot(%s) = %v, want an error naming the snapshot", data, err)
 		}
 	}
