@@ -40,12 +40,13 @@
 //
 // A tool's definition carries the session tool's name, description and
 // input schema, unchanged, as a JSON object (a schema that is not one
-// becomes {"type":"object"}). Genkit checks a model's tool input against
-// that schema before the tool runs, drops its null-valued fields and turns
-// whole numbers into integers where the schema says integer; an input
-// that does not match (no input at all, for an object schema) ends the
-// Generate call with Genkit's error rather than reaching the server. The input it passes is sent as the call's
-// arguments.
+// becomes {"type":"object"}). The model's input reaches the server as the
+// model sent it (no input at all becomes {}): the tools are actions of
+// their own rather than ones Genkit's constructors make, which would check
+// the input with Genkit's validator, drop its null-valued fields and end
+// the whole Generate call on an input off the schema. The server checks
+// its arguments and answers a wrong one with an isError result, which the
+// model reads and can act on.
 //
 // A result becomes Genkit's [ai.MultipartToolResponse]: its Output is the
 // JSON value a model reads, its Content the media parts a model plugin
@@ -65,8 +66,9 @@
 //     client-side failure (not connected, dropped, timed out): Output is
 //     {"error": <text>} (with "structuredContent" and "content" when the
 //     result has them) and the tool returns no Go error, so the loop goes
-//     on and the model sees the error. This is what Genkit's own MCP
-//     plugin does; a tool's Go error would end the whole Generate call.
+//     on and the model sees the error. This is what Genkit's MCP plugin
+//     for JavaScript does; a tool's Go error would end the whole Generate
+//     call.
 //   - Images, audio and embedded blobs: media parts with data: URLs in
 //     Content, their annotations and _meta in the part's metadata.
 //
@@ -75,7 +77,9 @@
 // false), the result's own _meta, and the annotations of text items.
 // Whether a model sees the media parts is up to its plugin: googlegenai
 // forwards them with the function response, the Anthropic and
-// OpenAI-compatible plugins send Output alone.
+// OpenAI-compatible plugins send Output alone. A tool's output schema is
+// not given to Genkit, since Output is the structured content only when
+// the result is that alone.
 //
 // # Cancellation
 //
@@ -86,10 +90,11 @@
 // that holds the cause's text without wrapping it: check the context's
 // Err to tell a cancellation.
 //
-// # Concurrency
+// # Tracing and concurrency
 //
-// Genkit records the registry a tool value is registered in on the value
-// itself, so one slice of tools must not be shared by Generate calls that
-// run at the same time: build them (or the [WithTools] option) for each
-// call. The tools' calls themselves are safe for concurrent use.
+// Each call runs in a Genkit trace span of its own, as Genkit's tools do
+// (Genkit's per-action metrics are not recorded for them; mcplife records
+// every call). A tool value holds no state once made: one [WithTools]
+// option or [Tools] slice may serve several Generate calls, also at the
+// same time.
 package mcpgenkit

@@ -368,6 +368,13 @@ func TestOwnToolsBesideMCPTools(t *testing.T) {
 		t.Errorf("Tools = %v, want the session's order", names)
 	}
 
+	// A session tool without a Call is a host's mistake: the Generate
+	// call ends with it.
+	broken := mcpgenkit.Tool(session.Tool{Name: "broken"})
+	if _, err := sm.ask(t.Context(), g, ai.WithTools(broken), call{Tool: "broken"}); err == nil || !strings.Contains(err.Error(), "has no Call") {
+		t.Errorf("tool without Call: %v", err)
+	}
+
 	// A narrowed active set is what Genkit gets.
 	s.SetActive([]string{"mcp_main_echo"})
 	if names := toolRefNames(mcpgenkit.Tools(s)); !slices.Equal(names, []string{"mcp_main_echo"}) {
@@ -390,4 +397,95 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// The input reaches the server as the model sent it: Genkit does not
+// check it against the schema or drop its null fields, and no input is an
+// empty object. A wrong input is the server's to refuse, as an isError
+// result the model reads, rather than the end of the Generate call.
+func TestInputReachesTheServerAsSent(t *testing.T) {
+	srv := server("main")
+	srv.AddTool(&mcp.Tool{Name: "args", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":["string","null"]}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult(string(req.Params.Arguments)), nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "hello"}, func(ctx context.Context, req *mcp.CallToolRequest, in nameArgs) (*mcp.CallToolResult, any, error) {
+		return textResult("hello, " + in.Name), nil, nil
+	})
+	s := fixture{servers: map[string]*mcp.Server{"main": srv}}.start(t)
+	if err := s.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g, sm := newScripted(t)
+
+	for _, tc := range []struct {
+		name string
+		call call
+		want string
+	}{
+		{"null field", call{Tool: "mcp_main_args", Input: map[string]any{"a": nil}}, `"{\"a\":null}"`},
+		{"no input", call{Tool: "mcp_main_args", NoInput: true}, `"{}"`},
+		{"empty input", call{Tool: "mcp_main_args"}, `"{}"`},
+	} {
+		got, err := sm.ask(t.Context(), g, mcpgenkit.WithTools(s), tc.call)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+
+	got, err := sm.ask(t.Context(), g, mcpgenkit.WithTools(s), call{Tool: "mcp_main_hello", Input: map[string]any{"name": 5}})
+	var out struct {
+		Error string `json:"error"`
+	}
+	if err != nil || json.Unmarshal([]byte(got), &out) != nil || out.Error == "" {
+		t.Fatalf("wrong input: %q, %v; want the server's error", got, err)
+	}
+}
+
+// One option (and so one set of tool values) may serve Generate calls
+// that run at the same time: registering a tool records nothing on it.
+func TestToolsShareableAcrossConcurrentGenerateCalls(t *testing.T) {
+	srv := server("main")
+	addEcho(srv)
+	s := fixture{servers: map[string]*mcp.Server{"main": srv}}.start(t)
+	if err := s.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g, sm := newScripted(t)
+	opt := mcpgenkit.WithTools(s)
+	errs := make(chan error, 4)
+	for i := range cap(errs) {
+		go func() {
+			text := fmt.Sprint("hi ", i)
+			got, err := sm.ask(t.Context(), g, opt, call{Tool: "mcp_main_echo", Input: map[string]any{"text": text}})
+			if err == nil && got != fmt.Sprintf("%q", text) {
+				err = fmt.Errorf("got %s, want %q", got, text)
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// The parts that answer or re-run a tool request, which a host builds
+// when it stops the loop at the requests (ai.WithReturnToolRequests),
+// come out as Genkit's tools build them.
+func TestRespondAndRestart(t *testing.T) {
+	tool := mcpgenkit.Tool(session.Tool{Name: "mcp_main_echo"})
+	req := ai.NewToolRequestPart(&ai.ToolRequest{Name: "mcp_main_echo", Ref: "r1", Input: map[string]any{"text": "hi"}})
+	resp := tool.Respond(req, "answered by the host", nil)
+	if resp == nil || !resp.IsToolResponse() || resp.ToolResponse.Ref != "r1" || resp.ToolResponse.Output != "answered by the host" {
+		t.Errorf("Respond = %+v", resp)
+	}
+	again := tool.Restart(req, &ai.RestartOptions{ReplaceInput: map[string]any{"text": "again"}})
+	if again == nil || !again.IsToolRequest() || !reflect.DeepEqual(again.ToolRequest.Input, map[string]any{"text": "again"}) {
+		t.Errorf("Restart = %+v", again)
+	}
+	if tool.Respond(ai.NewTextPart("not a request"), nil, nil) != nil {
+		t.Error("Respond answered a text part")
+	}
 }

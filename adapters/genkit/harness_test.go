@@ -44,7 +44,7 @@ type fixture struct {
 	own []session.Tool
 }
 
-func (f fixture) start(t *testing.T) *session.Session {
+func (f fixture) start(t testing.TB) *session.Session {
 	t.Helper()
 	st := memory.New()
 	j, err := journal.New(st, nil)
@@ -132,6 +132,8 @@ func offered(s *session.Session, name string) bool {
 type call struct {
 	Tool  string `json:"tool"`
 	Input any    `json:"input,omitempty"`
+	// NoInput sends no input at all (nil) rather than an empty object.
+	NoInput bool `json:"noInput,omitempty"`
 }
 
 // turn is what the scripted model saw on one of its turns.
@@ -152,7 +154,7 @@ type scripted struct {
 	turns []turn
 }
 
-func newScripted(t *testing.T) (*genkit.Genkit, *scripted) {
+func newScripted(t testing.TB) (*genkit.Genkit, *scripted) {
 	g := genkit.Init(t.Context())
 	sm := &scripted{}
 	sm.model = genkit.DefineModel(g, "test/scripted",
@@ -195,7 +197,7 @@ func (sm *scripted) generate(ctx context.Context, req *ai.ModelRequest, _ ai.Mod
 	if !slices.Contains(tr.Tools, c.Tool) {
 		return &ai.ModelResponse{Message: ai.NewModelTextMessage("not offered: " + c.Tool)}, nil
 	}
-	if c.Input == nil {
+	if c.Input == nil && !c.NoInput {
 		c.Input = map[string]any{} // as models send the input of a tool without arguments
 	}
 	return &ai.ModelResponse{Message: &ai.Message{Role: ai.RoleModel, Content: []*ai.Part{
@@ -208,6 +210,13 @@ func (sm *scripted) lastTurn() turn {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
 	return sm.turns[len(sm.turns)-1]
+}
+
+// reset forgets the turns seen so far.
+func (sm *scripted) reset() {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.turns = nil
 }
 
 // defs returns the definition of the named tool the model was offered on
