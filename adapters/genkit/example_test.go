@@ -52,17 +52,12 @@ func Example() {
 			}
 			return clientSide, nil
 		}},
-		KeepAbandoned: true,
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer s.Close(ctx)
-	if err := s.WaitReady(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
 
 	// Genkit, with a model that asks for the tool on its first turn and
 	// reports the tool's answer once it has it.
