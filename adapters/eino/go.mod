@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/cloudwego/eino v0.7.36
 	github.com/eino-contrib/jsonschema v1.0.3
+	github.com/google/go-cmp v0.7.0
 	github.com/mcplife/mcplife v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/wk8/go-ordered-map/v2 v2.1.8

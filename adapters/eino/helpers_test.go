@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cloudwego/eino/components/model"
+	"github.com/cloudwego/eino/components/tool"
 	"github.com/cloudwego/eino/schema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -242,4 +243,22 @@ func toolNames(s *session.Session) []string {
 
 func hasTool(s *session.Session, name string) func() bool {
 	return func() bool { _, ok := s.Tool(name); return ok }
+}
+
+func jsonNumber(s string) json.Number { return json.Number(s) }
+
+// named returns the tool of tools named name.
+func named(t testing.TB, tools []tool.BaseTool, name string) tool.BaseTool {
+	t.Helper()
+	for _, bt := range tools {
+		info, err := bt.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Name == name {
+			return bt
+		}
+	}
+	t.Fatalf("no tool %s", name)
+	return nil
 }

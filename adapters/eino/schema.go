@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 
@@ -59,6 +60,9 @@ func toSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON schema")
 	}
 	return s, nil
 }
