@@ -21,11 +21,17 @@ import (
 // run runs one react-agent turn with the session's tools as they are now.
 func run(t *testing.T, ctx context.Context, s *session.Session, m *scriptedModel, opts *mcpeino.Options) (*schema.Message, error) {
 	t.Helper()
+	return runWith(t, ctx, mcpeino.Tools(s, opts), m)
+}
+
+// runWith runs one react-agent turn with tools.
+func runWith(t *testing.T, ctx context.Context, tools []tool.BaseTool, m *scriptedModel) (*schema.Message, error) {
+	t.Helper()
 	agent, err := react.NewAgent(ctx, &react.AgentConfig{ToolCallingModel: m, MaxStep: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runOpts, err := react.WithTools(ctx, mcpeino.Tools(s, opts)...)
+	runOpts, err := react.WithTools(ctx, tools...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,5 +226,62 @@ func TestClientSideFailure(t *testing.T) {
 	text, err := mcpeino.Tools(s, &mcpeino.Options{ErrorsAsResults: true})[0].(tool.InvokableTool).InvokableRun(ctx, `{}`)
 	if err != nil || !strings.HasPrefix(text, manager.ErrorPrefix) {
 		t.Fatalf("as a result: %q, %v", text, err)
+	}
+}
+
+// A Toolset reuses the info of a tool whose definition did not change, and
+// builds a new one for a tool the server redefined; runs see the change.
+func TestToolsetFollowsRedefinitions(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(false)
+	f.addTextTool("a", func(map[string]any) string { return "a1" })
+	f.addTextTool("b", func(map[string]any) string { return "b" })
+	s := f.start(t)
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts := mcpeino.NewToolset(s, nil)
+	info := func(tools []tool.BaseTool, name string) *schema.ToolInfo {
+		t.Helper()
+		i, err := named(t, tools, name).Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	first := ts.Tools()
+	a1, b1 := info(first, "mcp_demo_a"), info(first, "mcp_demo_b")
+	if again := ts.Tools(); info(again, "mcp_demo_a") != a1 || info(again, "mcp_demo_b") != b1 {
+		t.Fatal("an unchanged tool's info was built again")
+	}
+
+	// The server replaces a with a tool of another description. The
+	// session's change signal tells of names that come and go, so the
+	// test follows the manager's updates instead.
+	updates, err := s.Manager().Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.server.AddTool(&mcp.Tool{Name: "a", Description: "A, second edition.", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a2"}}}, nil
+		})
+	for st, _ := s.Tool("mcp_demo_a"); st.Description != "A, second edition."; st, _ = s.Tool("mcp_demo_a") {
+		if _, ok := <-updates; !ok {
+			t.Fatal("the manager closed")
+		}
+		s.RefreshMCPTools()
+	}
+	later := ts.Tools()
+	if a2 := info(later, "mcp_demo_a"); a2 == a1 || a2.Desc != "A, second edition." {
+		t.Fatalf("a after its redefinition: %+v", a2)
+	}
+	if info(later, "mcp_demo_b") != b1 {
+		t.Fatal("b's info was built again")
+	}
+	m := newScriptedModel(callNamed("mcp_demo_a", `{}`))
+	msg, err := runWith(t, ctx, later, m)
+	if err != nil || msg.Content != "the tool said: a2" {
+		t.Fatalf("run after the redefinition: %v, %v", msg, err)
 	}
 }

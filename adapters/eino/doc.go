@@ -1,8 +1,9 @@
 // Package mcpeino gives the tools of an mcplife session to cloudwego/eino:
 // [Tools] returns them as eino tools ([tool.InvokableTool], or
 // [tool.EnhancedInvokableTool] for multimodal results) for a react agent
-// or a compose graph's ToolsNode, and [NewClientSession] gives one server
-// of the session in the two-method shape eino-ext's MCP tools take.
+// or a compose graph's ToolsNode, a [Toolset] does the same run after run
+// converting only what changed, and [NewClientSession] gives one server of
+// the session in the two-method shape eino-ext's MCP tools take.
 //
 // # Following the session
 //
@@ -14,7 +15,9 @@
 // and the ToolsNode's list together), or with compose.WithToolList and
 // model.WithTools for a graph of one's own:
 //
-//	opts, err := react.WithTools(ctx, mcpeino.Tools(s, nil)...)
+//	tools := mcpeino.NewToolset(s, nil) // once per session
+//	...
+//	opts, err := react.WithTools(ctx, tools.Tools()...) // at each run
 //	if err != nil { ... }
 //	answer, err := agent.Generate(ctx, messages, opts...)
 //

@@ -104,3 +104,26 @@ func TestSchemaErrors(t *testing.T) {
 		}
 	}
 }
+
+// The conversion against eino's jsonschema type decoding the same schema
+// itself (which drops what it has no field for), on a schema it can decode.
+func BenchmarkSchema(b *testing.B) {
+	const typical = `{"type":"object","properties":{"path":{"type":"string","description":"File to read."},` +
+		`"offset":{"type":"integer","minimum":0},"limit":{"type":"integer","minimum":1,"maximum":1000},` +
+		`"mode":{"type":"string","enum":["text","binary"]}},"required":["path"],"additionalProperties":false}`
+	b.Run("baseline=json.Unmarshal", func(b *testing.B) {
+		for b.Loop() {
+			var s jsonschema.Schema
+			if err := json.Unmarshal([]byte(typical), &s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("toSchema", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := toSchema(json.RawMessage(typical)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -51,27 +51,80 @@ type Options struct {
 // one that drops, a re-listed tool list), and give the slice to the run:
 // react.WithTools(ctx, tools...) for the react agent, or
 // compose.WithToolsNodeOption(compose.WithToolList(tools...)) with the
-// chat model's model.WithTools for a graph of one's own.
+// chat model's model.WithTools for a graph of one's own. A host that runs
+// often keeps a [Toolset] instead, which converts each schema once.
 //
 // Each tool resolves its session tool by name when it is called, so a
 // tool whose server reconnected calls the new connection, and a tool that
 // left the session since Tools returned fails as a call to an unknown tool
 // ([session.ErrUnknownTool]) instead of reaching a stale server. Its Info
-// converts the input schema once and returns the same value after.
+// converts the input schema when first called and returns the same value
+// after; treat it as read-only.
 //
 // The context of a call goes to the MCP call: cancelling it cancels the
 // call, and the tool returns the context's error. The tools are safe for
 // concurrent use.
 func Tools(s *session.Session, opts *Options) []tool.BaseTool {
-	var o Options
-	if opts != nil {
-		o = *opts
+	return NewToolset(s, opts).Tools()
+}
+
+// Toolset follows one session across runs: its Tools returns what [Tools]
+// does, and reuses the info of a tool whose definition (description,
+// schemas, annotations) is the one it saw last, so a run converts only the
+// schemas of tools that are new or changed. It holds the infos of the
+// session's current tools alone. It is safe for concurrent use.
+type Toolset struct {
+	s    *session.Session
+	opts Options
+
+	mu    sync.Mutex
+	infos map[string]cachedInfo // by tool name
+}
+
+type cachedInfo struct {
+	def  definition
+	info func() (*schema.ToolInfo, error)
+}
+
+// definition is what a tool's info is built from.
+type definition struct {
+	desc, input, output, annotations, server, original string
+}
+
+func definitionOf(t session.Tool) definition {
+	d := definition{desc: t.Description, input: string(t.InputSchema)}
+	if m := t.MCP; m != nil {
+		d.output, d.annotations, d.server, d.original = string(m.OutputSchema), string(m.Annotations), m.Server, m.Original
 	}
-	list := s.Tools()
+	return d
+}
+
+// NewToolset returns a Toolset of s; nil opts mean the zero Options.
+func NewToolset(s *session.Session, opts *Options) *Toolset {
+	ts := &Toolset{s: s, infos: map[string]cachedInfo{}}
+	if opts != nil {
+		ts.opts = *opts
+	}
+	return ts
+}
+
+// Tools returns the session's tools as they are now; see [Tools].
+func (ts *Toolset) Tools() []tool.BaseTool {
+	list := ts.s.Tools()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	infos := make(map[string]cachedInfo, len(list))
 	out := make([]tool.BaseTool, len(list))
 	for i, t := range list {
-		out[i] = newTool(s, t, o)
+		def := definitionOf(t)
+		c, ok := ts.infos[t.Name]
+		if !ok || c.def != def {
+			c = cachedInfo{def: def, info: sync.OnceValues(func() (*schema.ToolInfo, error) { return toolInfo(t) })}
+		}
+		infos[t.Name] = c
+		out[i] = newTool(ts.s, t.Name, c.info, ts.opts)
 	}
+	ts.infos = infos
 	return out
 }
 
@@ -113,8 +166,8 @@ var (
 	_ tool.EnhancedInvokableTool = enhanced{}
 )
 
-func newTool(s *session.Session, t session.Tool, o Options) tool.BaseTool {
-	it := &invokable{s: s, name: t.Name, opts: o, info: sync.OnceValues(func() (*schema.ToolInfo, error) { return toolInfo(t) })}
+func newTool(s *session.Session, name string, info func() (*schema.ToolInfo, error), o Options) tool.BaseTool {
+	it := &invokable{s: s, name: name, opts: o, info: info}
 	if o.Multimodal {
 		return enhanced{it}
 	}
