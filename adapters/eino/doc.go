@@ -41,7 +41,7 @@
 // are image, audio and file parts of a [schema.ToolResult]; resource
 // links and embedded text resources are text parts either way, with the
 // MCP item in the part's Extra, and eino passes no text part's Extra to a
-// model. A result's _meta is not carried.
+// model. The result's own _meta is not carried (an item's is, in Extra).
 //
 // An isError result is an error of type [*ToolError], which ends an eino
 // run as any tool error does; Options.ErrorsAsResults gives its text to

@@ -52,7 +52,7 @@ type Options struct {
 // react.WithTools(ctx, tools...) for the react agent, or
 // compose.WithToolsNodeOption(compose.WithToolList(tools...)) with the
 // chat model's model.WithTools for a graph of one's own. A host that runs
-// often keeps a [Toolset] instead, which converts each schema once.
+// often keeps a [Toolset] instead, which converts only what changed.
 //
 // Each tool resolves its session tool by name when it is called, so a
 // tool whose server reconnected calls the new connection, and a tool that
