@@ -30,7 +30,7 @@ func fixtureServer(metas chan<- map[string]any) *mcp.Server {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello, " + in.Name}}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Always fails."},
-		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		func(_ context.Context, req *mcp.CallToolRequest, _ args) (*mcp.CallToolResult, any, error) {
 			if metas != nil {
 				metas <- req.Params.Meta
 			}
