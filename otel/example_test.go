@@ -41,12 +41,15 @@ func Example() {
 	printTree(os.Stdout, exp.GetSpans())
 	// Output:
 	// mcplife.session
+	//   · mcplife.disconnected (greeter, requested)
+	//   · mcplife.server.discovered (greeter)
 	//   mcplife.connect greeter
-	//     initialize [client]
+	//     initialize (greeter) [client]
 	//   mcplife.gate
-	//   tools/call fail [client, error.type=tool_error]
-	//   tools/call greet [client]
-	//   tools/list [client]
+	//     · mcplife.gate.outcome (greeter, ready)
+	//   tools/call fail (greeter) [client, error.type=tool_error]
+	//   tools/call greet (greeter) [client]
+	//   tools/list (greeter) [client]
 }
 
 // traced is the README's snippet: the lines between the markers are

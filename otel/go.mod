@@ -3,6 +3,7 @@ module github.com/mcplife/mcplife/otel
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/mcplife/mcplife v0.0.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.opentelemetry.io/otel v1.47.0

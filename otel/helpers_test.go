@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcplife/mcplife/events"
@@ -51,9 +52,9 @@ func inProcess(srv *mcp.Server) func(context.Context, events.ServerConfig) (mcp.
 	}
 }
 
-// printTree writes the spans as a tree: each span's name (with its
-// server and error.type when it has them) under its parent, siblings in
-// name order, so the tree does not depend on timing.
+// printTree writes the spans as a tree: each span's label under its
+// parent, then its events, siblings in label order, so the tree does not
+// depend on timing.
 func printTree(w io.Writer, spans tracetest.SpanStubs) {
 	children := map[string][]tracetest.SpanStub{}
 	ids := map[string]bool{}
@@ -73,17 +74,28 @@ func printTree(w io.Writer, spans tracetest.SpanStubs) {
 		sort.SliceStable(list, func(i, j int) bool { return label(list[i]) < label(list[j]) })
 		for _, s := range list {
 			fmt.Fprintf(w, "%s%s\n", indent, label(s))
+			var evs []string
+			for _, e := range s.Events {
+				evs = append(evs, eventLabel(e))
+			}
+			sort.Strings(evs)
+			for _, e := range evs {
+				fmt.Fprintf(w, "%s  · %s\n", indent, e)
+			}
 			walk(s.SpanContext.SpanID().String(), indent+"  ")
 		}
 	}
 	walk("", "")
 }
 
-// label is a span's name, its kind when it is a client span, and its
-// error.type.
+// label is a span's name, its server when the name does not say it, its
+// kind when it is a client span, and its error.type.
 func label(s tracetest.SpanStub) string {
 	var b strings.Builder
 	b.WriteString(s.Name)
+	if v, ok := attr(s, "mcplife.server.name"); ok && !strings.HasSuffix(s.Name, " "+v.AsString()) {
+		b.WriteString(" (" + v.AsString() + ")")
+	}
 	var extra []string
 	if s.SpanKind.String() == "client" {
 		extra = append(extra, "client")
@@ -95,6 +107,22 @@ func label(s tracetest.SpanStub) string {
 		b.WriteString(" [" + strings.Join(extra, ", ") + "]")
 	}
 	return b.String()
+}
+
+// eventLabel is a span event's name with its server and outcome or
+// reason.
+func eventLabel(e sdktrace.Event) string {
+	var parts []string
+	for _, kv := range e.Attributes {
+		switch kv.Key {
+		case "mcplife.server.name", "mcplife.outcome", "mcplife.reason":
+			parts = append(parts, kv.Value.Emit())
+		}
+	}
+	if len(parts) == 0 {
+		return e.Name
+	}
+	return e.Name + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // attr returns the value of a span's attribute.

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -445,4 +447,64 @@ func gauge(t *testing.T, reader *sdkmetric.ManualReader, name string) int64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// The README's span tree is the scenario's.
+func TestREADMESpanTree(t *testing.T) {
+	sc := runScenario(t)
+	var b strings.Builder
+	printTree(&b, sc.spans)
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Span tree\n")
+	if !ok {
+		t.Fatal("README has no Span tree section")
+	}
+	_, tree, ok := strings.Cut(section, "```text\n")
+	if !ok {
+		t.Fatal("the Span tree section has no text block")
+	}
+	tree, _, _ = strings.Cut(tree, "```")
+	if diff := cmp.Diff(b.String(), tree); diff != "" {
+		t.Errorf("README span tree differs from the scenario's (-scenario +README):\n%s", diff)
+	}
+}
+
+// The README's snippet is the body of traced in example_test.go, which
+// Example compiles and runs.
+func TestREADMESnippet(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Tracing a session\n")
+	if !ok {
+		t.Fatal("README has no Tracing a session section")
+	}
+	_, snippet, ok := strings.Cut(section, "```go\n")
+	if !ok {
+		t.Fatal("the section has no Go block")
+	}
+	snippet, _, _ = strings.Cut(snippet, "```")
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(string(src), "// README: begin\n")
+	if !ok {
+		t.Fatal("example_test.go has no README: begin marker")
+	}
+	body, _, ok = strings.Cut(body, "\t// README: end")
+	if !ok {
+		t.Fatal("example_test.go has no README: end marker")
+	}
+	var want strings.Builder
+	for line := range strings.Lines(body) {
+		want.WriteString(strings.TrimPrefix(line, "\t"))
+	}
+	if diff := cmp.Diff(want.String(), snippet); diff != "" {
+		t.Errorf("README snippet differs from traced in example_test.go (-example +README):\n%s", diff)
+	}
 }
