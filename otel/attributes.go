@@ -59,13 +59,14 @@ const (
 	// ErrorToolError is the error.type of a call whose result has isError
 	// set by the tool itself.
 	ErrorToolError = "tool_error"
-	// ErrorTimeout, ErrorCancelled, ErrorDisconnected and
-	// ErrorNotConnected are the error.type of calls and connects that
-	// failed on the client's side; ErrorOther is any other failure.
+	// ErrorTimeout, ErrorCancelled, ErrorDisconnected, ErrorNotConnected
+	// and ErrorNeedsAuth are the error.type of calls, lists and connects
+	// that failed on the client's side; ErrorOther is any other failure.
 	ErrorTimeout      = "timeout"
 	ErrorCancelled    = "cancelled"
 	ErrorDisconnected = "disconnected"
 	ErrorNotConnected = "not_connected"
+	ErrorNeedsAuth    = "needs_auth"
 	ErrorOther        = "_OTHER"
 )
 

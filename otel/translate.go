@@ -125,6 +125,14 @@ func (tr *translator) apply(env events.Envelope) {
 				servers: map[string]*serverState{}, calls: map[string]*callState{}}
 		}
 	}
+	if _, open := tr.sessions[env.SessionID]; !open {
+		switch ev.(type) {
+		case *events.SessionClosed, *events.SessionAbandoned, *events.OrphansReaped:
+			// The end of a session this translator never saw begin (or
+			// saw end already): nothing of it is open.
+			return
+		}
+	}
 	s := tr.session(env.SessionID, t)
 	s.last = t
 	switch e := ev.(type) {
@@ -432,6 +440,8 @@ func classify(text string) string {
 		return ErrorDisconnected
 	case strings.Contains(t, "cancel"):
 		return ErrorCancelled
+	case strings.Contains(t, "needs authorization"):
+		return ErrorNeedsAuth
 	}
 	return ErrorOther
 }
