@@ -74,16 +74,27 @@ func Observe(ctx context.Context, j *journal.Journal, opts *Options) (*Observer,
 	if err != nil {
 		return nil, fmt.Errorf("otel: instruments: %w", err)
 	}
-	// The subscription takes every session's events, so that the
-	// Observer knows how far it has read the store (Flush).
+	// The subscription takes every session's events from a known
+	// sequence on, so that the Observer knows how far it has read the
+	// store (Flush).
+	from := o.FromSeq
+	if from == 0 {
+		last, err := j.Store().LastSeq(ctx)
+		if err != nil {
+			inst.close()
+			return nil, fmt.Errorf("otel: subscribe: %w", err)
+		}
+		from = last + 1
+	}
 	sctx, cancel := context.WithCancel(context.Background())
-	sub, err := j.Subscribe(sctx, journal.SubscribeOptions{FromSeq: o.FromSeq})
+	sub, err := j.Subscribe(sctx, journal.SubscribeOptions{FromSeq: from})
 	if err != nil {
 		cancel()
 		inst.close()
 		return nil, fmt.Errorf("otel: subscribe: %w", err)
 	}
-	ob := &Observer{j: j, sub: sub, cancel: cancel, done: make(chan struct{}), inst: inst, moved: make(chan struct{})}
+	ob := &Observer{j: j, sub: sub, cancel: cancel, done: make(chan struct{}), inst: inst,
+		applied: from - 1, moved: make(chan struct{})}
 	tr := newTranslator(o.TracerProvider.Tracer(ScopeName), inst, time.Now)
 	go ob.run(tr, o.Session)
 	return ob, nil

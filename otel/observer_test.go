@@ -508,3 +508,52 @@ func TestREADMESnippet(t *testing.T) {
 		t.Errorf("README snippet differs from traced in example_test.go (-example +README):\n%s", diff)
 	}
 }
+
+// An Observer started on a journal with history traces what follows
+// (FromSeq 0) or the whole history (FromSeq 1), and Flush returns in
+// either case.
+func TestObserveFrom(t *testing.T) {
+	ctx := t.Context()
+	j, err := journal.New(memory.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Append(ctx, "before", &events.SessionStarted{Cwd: "/work"}, &events.SessionClosed{}); err != nil {
+		t.Fatal(err)
+	}
+	// Each case appends the session "after" once more: FromSeq 1 sees the
+	// one of the first case too.
+	for _, tc := range []struct {
+		from uint64
+		want []string
+	}{{0, []string{"after"}}, {1, []string{"after", "after", "before"}}} {
+		from, want := tc.from, tc.want
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+		obs, err := otel.Observe(ctx, j, &otel.Options{TracerProvider: tp, FromSeq: from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := obs.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Append(ctx, "after", &events.SessionStarted{Cwd: "/work"}, &events.SessionClosed{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := obs.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		obs.Close()
+		var got []string
+		for _, s := range exp.GetSpans() {
+			v, _ := attr(s, "mcplife.session.id")
+			got = append(got, v.AsString())
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("FromSeq %d: sessions traced %v, want %v", from, got, want)
+		}
+		tp.Shutdown(ctx)
+	}
+}
