@@ -31,7 +31,7 @@ func BenchmarkToolCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer j.Close()
-			opts := &manager.Options{Dial: inProcess(fixtureServer(nil))}
+			opts := &manager.Options{Dial: inProcess(fixtureServer(nil, 0))}
 			if mode != "baseline" {
 				opts.CallMeta = otel.CallMetaWith(nil)
 			}

@@ -33,7 +33,7 @@ func Example() {
 		return
 	}
 	defer j.Close()
-	dial := inProcess(fixtureServer(nil))
+	dial := inProcess(fixtureServer(nil, 0))
 	if err := traced(ctx, j, tp, dial); err != nil {
 		fmt.Println(err)
 		return

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -16,9 +17,10 @@ import (
 )
 
 // fixtureServer is an in-process MCP server with two tools: greet, which
-// answers, and fail, whose result is an error (isError). Each call's
+// answers, and fail, whose result is an error (isError) after work (on a
+// fake clock, in the tests that run in a synctest bubble). Each call's
 // _meta goes to metas when it is not nil.
-func fixtureServer(metas chan<- map[string]any) *mcp.Server {
+func fixtureServer(metas chan<- map[string]any, work time.Duration) *mcp.Server {
 	type args struct {
 		Name string `json:"name"`
 	}
@@ -35,6 +37,7 @@ func fixtureServer(metas chan<- map[string]any) *mcp.Server {
 			if metas != nil {
 				metas <- req.Params.Meta
 			}
+			time.Sleep(work)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no"}}, IsError: true}, nil, nil
 		})
 	return srv

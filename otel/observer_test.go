@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,7 +26,6 @@ import (
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/otel"
 	"github.com/mcplife/mcplife/session"
-	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/memory"
 )
 
@@ -34,19 +34,31 @@ import (
 // "broken" (its transport cannot be opened), a successful call, a call
 // whose result is an error, and a call to the late server.
 type scenario struct {
-	st      store.Store
-	id      string
-	spans   tracetest.SpanStubs
-	reader  *sdkmetric.ManualReader
-	live    int64 // connected servers, by the gauge, before the close
-	after   int64 // and after it
-	metas   []map[string]any
-	callers []trace.SpanContext
-	replay  func(t *testing.T) tracetest.SpanStubs
+	id       string
+	events   []recordedEvent
+	spans    tracetest.SpanStubs
+	metrics  metricdata.ResourceMetrics // after the close
+	live     int64                      // connected servers, by the gauge, before the close
+	after    int64                      // and after it
+	metas    []map[string]any
+	callers  []trace.SpanContext
+	replayed tracetest.SpanStubs // the spans Replay made of the store
+	missing  error               // Replay's error for a session the store lacks
 }
 
+// runScenario runs the scenario on a fake clock (testing/synctest), so
+// the startup gate gives up on "late" only once "fast" and "broken" have
+// settled, whatever the machine's load.
+// failWork is how long the fail tool works, on the fake clock.
+const failWork = 30 * time.Millisecond
+
 func runScenario(t *testing.T) *scenario {
-	t.Helper()
+	var sc *scenario
+	synctest.Test(t, func(t *testing.T) { sc = scenarioIn(t) })
+	return sc
+}
+
+func scenarioIn(t *testing.T) *scenario {
 	ctx := t.Context()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -69,7 +81,7 @@ func runScenario(t *testing.T) *scenario {
 	defer obs.Close()
 
 	metas := make(chan map[string]any, 8)
-	srv := fixtureServer(metas)
+	srv := fixtureServer(metas, failWork)
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	dial := func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
@@ -107,7 +119,7 @@ func runScenario(t *testing.T) *scenario {
 
 	// The caller's own trace: its span context must reach the server.
 	caller := sdktrace.NewTracerProvider().Tracer("caller")
-	sc := &scenario{st: st, id: id, reader: reader}
+	sc := &scenario{id: id}
 	for _, name := range []string{"mcp_fast_greet", "mcp_fast_fail", "mcp_late_greet"} {
 		tool, ok := s.Tool(name)
 		if !ok {
@@ -140,15 +152,27 @@ func runScenario(t *testing.T) *scenario {
 	}
 	sc.spans = exp.GetSpans()
 	sc.after = gauge(t, reader, otel.MetricConnectedServers)
-	sc.replay = func(t *testing.T) tracetest.SpanStubs {
-		exp := tracetest.NewInMemoryExporter()
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-		defer tp.Shutdown(context.Background())
-		if err := otel.Replay(t.Context(), st, id, &otel.Options{TracerProvider: tp}); err != nil {
+	if err := reader.Collect(ctx, &sc.metrics); err != nil {
+		t.Fatal(err)
+	}
+	for env, err := range st.ReadStream(ctx, id, 1) {
+		if err != nil {
 			t.Fatal(err)
 		}
-		return exp.GetSpans()
+		ev, err := events.Decode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.events = append(sc.events, recordedEvent{env, ev})
 	}
+	rexp := tracetest.NewInMemoryExporter()
+	rtp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(rexp))
+	defer rtp.Shutdown(context.Background())
+	if err := otel.Replay(ctx, st, id, &otel.Options{TracerProvider: rtp}); err != nil {
+		t.Fatal(err)
+	}
+	sc.replayed = rexp.GetSpans()
+	sc.missing = otel.Replay(ctx, st, "no-such-session", &otel.Options{TracerProvider: rtp})
 	return sc
 }
 
@@ -158,23 +182,6 @@ func toolNames(s *session.Session) []string {
 		names = append(names, t.Name)
 	}
 	return names
-}
-
-// recorded returns the session's events with their envelopes.
-func (sc *scenario) recorded(t *testing.T) []recordedEvent {
-	t.Helper()
-	var out []recordedEvent
-	for env, err := range sc.st.ReadStream(t.Context(), sc.id, 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := events.Decode(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, recordedEvent{env, ev})
-	}
-	return out
 }
 
 type recordedEvent struct {
@@ -221,7 +228,7 @@ func str(t *testing.T, s tracetest.SpanStub, key string) string {
 // every span is in the session's trace.
 func TestSpansFollowTheEvents(t *testing.T) {
 	sc := runScenario(t)
-	recorded := sc.recorded(t)
+	recorded := sc.events
 	sessions := named(sc.spans, otel.SpanSession)
 	if len(sessions) != 1 {
 		t.Fatalf("%d session spans, want 1", len(sessions))
@@ -356,10 +363,7 @@ func TestMetrics(t *testing.T) {
 	if sc.live != 2 {
 		t.Errorf("%s = %d while fast and late were connected, want 2", otel.MetricConnectedServers, sc.live)
 	}
-	var rm metricdata.ResourceMetrics
-	if err := sc.reader.Collect(t.Context(), &rm); err != nil {
-		t.Fatal(err)
-	}
+	rm := sc.metrics
 	ops := histogram(t, rm, otel.MetricOperationDuration)
 	methods := map[string]uint64{}
 	for _, dp := range ops.DataPoints {
@@ -371,6 +375,12 @@ func TestMetrics(t *testing.T) {
 	}
 	if methods["tools/call"] != 3 || methods["initialize"] != 3 || methods["tools/list"] < 2 {
 		t.Errorf("operations by method %v, want 3 tools/call, 3 initialize, 2 or more tools/list", methods)
+	}
+	// The histogram takes the call's duration as the manager measured it.
+	for _, dp := range ops.DataPoints {
+		if tool, _ := dp.Attributes.Value("gen_ai.tool.name"); tool.AsString() == "fail" && dp.Sum < failWork.Seconds() {
+			t.Errorf("tools/call fail measured %vs, want the tool's %v of work at least", dp.Sum, failWork)
+		}
 	}
 	var sessions uint64
 	for _, dp := range histogram(t, rm, otel.MetricSessionDuration).DataPoints {
@@ -387,7 +397,7 @@ func TestMetrics(t *testing.T) {
 // Replay makes the spans the live Observer made, from the store alone.
 func TestReplayMatchesLive(t *testing.T) {
 	sc := runScenario(t)
-	replayed := sc.replay(t)
+	replayed := sc.replayed
 	key := func(s tracetest.SpanStub) string {
 		return fmt.Sprintf("%s %d %d %v %v", s.Name, s.StartTime.UnixNano(), s.EndTime.UnixNano(), s.Attributes, len(s.Events))
 	}
@@ -403,8 +413,8 @@ func TestReplayMatchesLive(t *testing.T) {
 	if !slices.Equal(live, again) {
 		t.Errorf("replayed spans differ from the live ones:\nlive:\n%s\nreplay:\n%s", strings.Join(live, "\n"), strings.Join(again, "\n"))
 	}
-	if err := otel.Replay(t.Context(), sc.st, "no-such-session", nil); !errors.Is(err, otel.ErrNoSession) {
-		t.Errorf("Replay of a missing session: %v, want ErrNoSession", err)
+	if !errors.Is(sc.missing, otel.ErrNoSession) {
+		t.Errorf("Replay of a missing session: %v, want ErrNoSession", sc.missing)
 	}
 }
 

@@ -61,7 +61,7 @@ func TestLiveSpansOverOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	if err := traced(ctx, j, tp, inProcess(fixtureServer(nil))); err != nil { // flushes the provider
+	if err := traced(ctx, j, tp, inProcess(fixtureServer(nil, 0))); err != nil { // flushes the provider
 		t.Fatal(err)
 	}
 	var names []string

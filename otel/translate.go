@@ -46,7 +46,6 @@ type serverState struct {
 	protocol  string
 	// connect and initialize are the spans of the attempt in progress.
 	connect, initialize trace.Span
-	connectAt           time.Time
 	// connectedAt is when the live connection began; zero when none.
 	connectedAt time.Time
 }
@@ -55,7 +54,6 @@ type serverState struct {
 // ToolCallFinished.
 type callState struct {
 	span    trace.Span
-	start   time.Time
 	started *events.ToolCallStarted
 }
 
@@ -265,7 +263,7 @@ func (tr *translator) connectStarted(s *sessionState, e *events.ConnectStarted, 
 	_, ini := tr.tracer.Start(ctx, "initialize", trace.WithTimestamp(t),
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(append([]attribute.KeyValue{KeyMethodName.String("initialize"), KeyServer.String(e.Server)}, sv.peer()...)...))
-	sv.connect, sv.initialize, sv.connectAt = span, ini, t
+	sv.connect, sv.initialize = span, ini
 }
 
 func (tr *translator) connected(s *sessionState, e *events.ServerConnected, t time.Time) {
@@ -285,7 +283,7 @@ func (tr *translator) connected(s *sessionState, e *events.ServerConnected, t ti
 		sv.connect.SetAttributes(attribute.String("mcplife.server.peer", e.PeerName+" "+e.PeerVersion))
 	}
 	sv.connect.SetAttributes(KeyOutcome.String("connected"))
-	tr.inst.operation(t.Sub(sv.connectAt), append(sv.peer(), KeyMethodName.String(method)))
+	tr.inst.operation(e.Duration, append(sv.peer(), KeyMethodName.String(method)))
 	tr.inst.live(+1)
 	sv.initialize.End(trace.WithTimestamp(t))
 	sv.connect.End(trace.WithTimestamp(t))
@@ -307,7 +305,7 @@ func (tr *translator) connectFailed(s *sessionState, e *events.ConnectFailed, t 
 		span.SetStatus(codes.Error, e.Error)
 	}
 	sv.connect.SetAttributes(KeyOutcome.String(outcome))
-	tr.inst.operation(t.Sub(sv.connectAt), append(sv.peer(), KeyMethodName.String("initialize"), KeyErrorType.String(class)))
+	tr.inst.operation(e.Duration, append(sv.peer(), KeyMethodName.String("initialize"), KeyErrorType.String(class)))
 	sv.initialize.End(trace.WithTimestamp(t))
 	sv.connect.End(trace.WithTimestamp(t))
 	sv.connect, sv.initialize = nil, nil
@@ -378,7 +376,7 @@ func (tr *translator) callStarted(s *sessionState, correlation string, e *events
 		old.span.SetAttributes(KeyUnfinished.Bool(true))
 		old.span.End(trace.WithTimestamp(t))
 	}
-	s.calls[correlation] = &callState{span: span, start: t, started: e}
+	s.calls[correlation] = &callState{span: span, started: e}
 }
 
 func (tr *translator) callFinished(s *sessionState, correlation string, e *events.ToolCallFinished, t time.Time) {
@@ -408,7 +406,10 @@ func (tr *translator) callFinished(s *sessionState, correlation string, e *event
 		c.span.SetStatus(codes.Error, msg)
 		metricKV = append(metricKV, KeyErrorType.String(class))
 	}
-	tr.inst.operation(t.Sub(c.start), metricKV)
+	// The span runs between the two events' recorded times; the
+	// histogram takes the duration the manager measured around the
+	// request, which the journal's write delays do not stretch.
+	tr.inst.operation(e.Duration, metricKV)
 	c.span.End(trace.WithTimestamp(t))
 }
 
