@@ -160,6 +160,7 @@ func TestExportErrors(t *testing.T) {
 		{[]string{"--db", path, "--otlp", "http://127.0.0.1:1", "nope"}, exitUsage, `no session "nope"`},
 		{[]string{"--db", path, "--otlp", "localhost:4318", "last"}, exitUsage, "not an http(s) URL"},
 		{[]string{"--db", path}, exitUsage, "usage:"},
+		{[]string{"--otlp"}, exitUsage, "flag needs an argument"},
 		{[]string{"--db", path, "--otlp", refusing.URL, "last"}, exitError, "export"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -167,5 +168,13 @@ func TestExportErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.msg)
 		}
+	}
+}
+
+// --help prints the usage, with an example, and succeeds.
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Run(t.Context(), []string{"--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "Example:") {
+		t.Errorf("--help: exit %d, stdout %q", code, stdout.String())
 	}
 }
