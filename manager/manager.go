@@ -169,6 +169,14 @@ type Options struct {
 	// config record "transcript" does for that server. Off by default; a
 	// store without transcripts (store.TranscriptStore) keeps none.
 	Transcript bool
+	// CallMeta, when set, is called with the context of each tools/call
+	// request and its keys are added to the request's params._meta, as a
+	// tracer puts its traceparent and tracestate there. A key the manager
+	// sets itself (progressToken, the log level) is never replaced. It is
+	// called on the caller's goroutine, so it must return quickly and
+	// must not call the manager; its values must be safe to record, since
+	// a transcript keeps the request as sent.
+	CallMeta func(ctx context.Context) map[string]any
 }
 
 // ClientOptions are the client identity sent in initialize (and in OAuth
