@@ -29,14 +29,34 @@ type fixture struct {
 	release chan struct{}
 }
 
-// startSession starts a session, recorded in an in-memory store, whose
+// startSession starts a session, recorded in a new in-memory store, whose
 // servers are the fixtures, by name, reached over in-memory transports.
 // opts may set the session's other options; its Servers and Manager.Dial
 // are the fixtures'. The session is closed when the test ends.
 func startSession(t *testing.T, fixtures map[string]fixture, opts *session.Options) *session.Session {
 	t.Helper()
-	ctx := context.Background()
 	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	s, closeSession := startSessionOn(t, st, fixtures, opts)
+	t.Cleanup(closeSession)
+	return s
+}
+
+// warmCache runs a session on st whose servers are the fixtures until
+// each has listed its tools, so that the tool cache of the next session on
+// st holds their lists.
+func warmCache(t *testing.T, st *memory.Store, fixtures map[string]fixture) {
+	t.Helper()
+	s, closeSession := startSessionOn(t, st, fixtures, nil)
+	ready(t, s)
+	closeSession()
+}
+
+// startSessionOn is startSession on st; closeSession closes the session
+// and its journal.
+func startSessionOn(t *testing.T, st *memory.Store, fixtures map[string]fixture, opts *session.Options) (_ *session.Session, closeSession func()) {
+	t.Helper()
+	ctx := context.Background()
 	j, err := journal.New(st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -76,14 +96,14 @@ func startSession(t *testing.T, fixtures map[string]fixture, opts *session.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	return s, func() {
 		if err := s.Close(ctx); err != nil {
 			t.Error(err)
 		}
-		j.Close()
-		st.Close()
-	})
-	return s
+		if err := j.Close(); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // ready waits for every server of s to settle.

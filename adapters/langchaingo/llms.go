@@ -19,7 +19,8 @@ import (
 // Each definition has the session's name and the tool's own description,
 // and its Parameters are the tool's input schema as the server sent it,
 // decoded into a map[string]any (the form every langchaingo provider
-// takes; numbers keep their exact text as json.Number). Two things are
+// takes), its numbers as json.Number, so a provider that encodes the map
+// writes each number as the session's schema has it. Two things are
 // filled in, neither of which changes what the schema accepts: a schema
 // that is missing or not a JSON object becomes {"type":"object"}, and an
 // object schema without "properties" gets an empty one, which some
