@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/mcplife/mcplife v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/tmc/langchaingo v0.1.14
 )
 
 require (
@@ -44,7 +45,6 @@ require (
 	github.com/pkoukk/tiktoken-go v0.1.6 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
-	github.com/tmc/langchaingo v0.1.14
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	go.starlark.net v0.0.0-20230302034142-4b1e35fe2254 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
