@@ -33,7 +33,7 @@ type fixture struct {
 // servers are the fixtures, by name, reached over in-memory transports.
 // opts may set the session's other options; its Servers and Manager.Dial
 // are the fixtures'. The session is closed when the test ends.
-func startSession(t *testing.T, fixtures map[string]fixture, opts *session.Options) *session.Session {
+func startSession(t testing.TB, fixtures map[string]fixture, opts *session.Options) *session.Session {
 	t.Helper()
 	st := memory.New()
 	t.Cleanup(func() { st.Close() })
@@ -45,7 +45,7 @@ func startSession(t *testing.T, fixtures map[string]fixture, opts *session.Optio
 // warmCache runs a session on st whose servers are the fixtures until
 // each has listed its tools, so that the tool cache of the next session on
 // st holds their lists.
-func warmCache(t *testing.T, st *memory.Store, fixtures map[string]fixture) {
+func warmCache(t testing.TB, st *memory.Store, fixtures map[string]fixture) {
 	t.Helper()
 	s, closeSession := startSessionOn(t, st, fixtures, nil)
 	ready(t, s)
@@ -54,7 +54,7 @@ func warmCache(t *testing.T, st *memory.Store, fixtures map[string]fixture) {
 
 // startSessionOn is startSession on st; closeSession closes the session
 // and its journal.
-func startSessionOn(t *testing.T, st *memory.Store, fixtures map[string]fixture, opts *session.Options) (_ *session.Session, closeSession func()) {
+func startSessionOn(t testing.TB, st *memory.Store, fixtures map[string]fixture, opts *session.Options) (_ *session.Session, closeSession func()) {
 	t.Helper()
 	ctx := context.Background()
 	j, err := journal.New(st, nil)
@@ -107,7 +107,7 @@ func startSessionOn(t *testing.T, st *memory.Store, fixtures map[string]fixture,
 }
 
 // ready waits for every server of s to settle.
-func ready(t *testing.T, s *session.Session) {
+func ready(t testing.TB, s *session.Session) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
