@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/oauth"
 	"github.com/mcplife/mcplife/projector"
 )
@@ -386,7 +387,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	o.Roots = roots
 	if o.Resolver == nil {
-		o.Resolver = noResolver{}
+		o.Resolver = transport.NoResolver{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

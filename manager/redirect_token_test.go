@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/oauth"
 )
 
@@ -292,7 +293,7 @@ func connectWithToken(t *testing.T, cfg events.ServerConfig, roots *x509.CertPoo
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := newTransport(cfg.Name, cfg, resolved{cfg: cfg, oauth: a.Handler(cfg.Name, cfg, nil)}, "")
+	tr, err := newTransport(cfg.Name, cfg, transport.Resolved{Cfg: cfg, OAuth: a.Handler(cfg.Name, cfg, nil)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

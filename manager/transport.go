@@ -15,18 +15,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/oauth"
 )
 
 // dialer builds the transport of one connect attempt. The default is
 // [newTransport]; tests of the lifecycle swap in in-memory transports.
-type dialer func(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error)
+type dialer func(name string, cfg events.ServerConfig, res transport.Resolved, cwd string) (mcp.Transport, error)
 
 // newTransport returns the go-sdk transport for cfg: a child process for
 // stdio, streamable HTTP, or legacy HTTP+SSE. Header values and the OAuth
 // token are sent with every HTTP request to the origin of cfg.URL, and
 // with no other.
-func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error) {
+func newTransport(name string, cfg events.ServerConfig, res transport.Resolved, cwd string) (mcp.Transport, error) {
 	switch t := cfg.Transport(); t {
 	case events.TransportStdio:
 		dir := cwd
@@ -42,22 +43,22 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 			}
 		}
 		env := os.Environ()
-		for _, k := range slices.Sorted(maps.Keys(res.env)) {
-			env = append(env, k+"="+res.env[k]) // later entries win
+		for _, k := range slices.Sorted(maps.Keys(res.Env)) {
+			env = append(env, k+"="+res.Env[k]) // later entries win
 		}
 		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir}, nil
 	case events.TransportHTTP:
-		client, pool, depth := httpClient(name, cfg.URL, res.headers, false)
-		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries, OAuthHandler: res.oauth}, pool: pool, depth: depth}, nil
+		client, pool, depth := httpClient(name, cfg.URL, res.Headers, false)
+		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries, OAuthHandler: res.OAuth}, pool: pool, depth: depth}, nil
 	case events.TransportSSE:
-		client, pool, depth := httpClient(name, cfg.URL, res.headers, true)
-		if res.oauth != nil {
+		client, pool, depth := httpClient(name, cfg.URL, res.Headers, true)
+		if res.OAuth != nil {
 			// The go-sdk's SSE client takes no OAuth handler: its HTTP
 			// client authorizes each request instead, sending the token to
 			// the configured origin only. Requests addressed to another
 			// origin are refused below it, and redirects to one followed
 			// without the token.
-			client.Transport = oauth.Transport(client.Transport, res.oauth)
+			client.Transport = oauth.Transport(client.Transport, res.OAuth)
 		}
 		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool, depth: depth}, nil
 	default:
@@ -180,9 +181,9 @@ func (c *sseConn) Close() error {
 
 // dialHost opens s's transport with Options.Dial. A nil transport without
 // an error is the host's bug, reported as a connect error of s.
-func (m *Manager) dialHost(ctx context.Context, s *server, res resolved) (mcp.Transport, error) {
-	cfg := res.cfg.Clone()
-	cfg.Env, cfg.Headers = res.env, res.headers
+func (m *Manager) dialHost(ctx context.Context, s *server, res transport.Resolved) (mcp.Transport, error) {
+	cfg := res.Cfg.Clone()
+	cfg.Env, cfg.Headers = res.Env, res.Headers
 	t, err := m.opts.Dial(ctx, cfg)
 	if err == nil && t == nil {
 		err = errors.New("Options.Dial returned no transport")
