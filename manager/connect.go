@@ -459,13 +459,6 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if err != nil {
 		return nil, m.connectError(s, res, nil, err)
 	}
-	if st, ok := t.(*stdioTransport); ok {
-		st.log = m.log.With("server", s.name)
-		st.server, st.maxMessage, st.session = s.name, m.opts.MaxMessageSize, m.session
-	}
-	if pt, ok := t.(*pooledTransport); ok && pt.depth != nil {
-		pt.depth.log = m.log.With("server", s.name)
-	}
 	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), gone: make(chan struct{}), res: res,
 		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1), surfaceReady: make(chan struct{})}
 	lc.ctx, lc.cancel = context.WithCancel(s.ctx)
@@ -507,13 +500,8 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	cs, err := client.Connect(cctx, m.transcribe(s, res, t), &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
-	var p *proc.Process
-	if st, ok := t.(*stdioTransport); ok {
-		p = st.proc
-	}
-	if pt, ok := t.(*pooledTransport); ok {
-		lc.pool = pt.pool
-	}
+	p := transport.Process(t)
+	lc.pool = transport.Pool(t)
 	if err != nil {
 		lc.cancel()
 		if p != nil {

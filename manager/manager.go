@@ -339,7 +339,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		return nil, err
 	}
 	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = defaultMaxMessageSize
+		o.MaxMessageSize = transport.DefaultMaxMessageSize
 	}
 	if o.MaxListPages == 0 {
 		o.MaxListPages = defaultMaxListPages
@@ -413,7 +413,6 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		opts:       o,
 		log:        o.Logger,
 		cache:      o.ToolCache,
-		dial:       newTransport,
 		now:        j.Now,
 		view:       projector.NewToolView(session),
 		servers:    map[string]*server{},
@@ -424,6 +423,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		listSizes:  map[string]int{},
 		reconnect:  o.Reconnect.withDefaults(),
 	}
+	m.dial = m.newTransport
 	m.requestRate = serverRequestRate
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.out = newOutbox()

@@ -72,22 +72,20 @@ func (m *Manager) transcribe(s *server, res transport.Resolved, t mcp.Transport)
 	// The streamable HTTP connection learns the session's protocol from
 	// the client through a method a wrapper cannot forward, so its
 	// messages are taken from its HTTP exchanges instead.
-	if pt, ok := t.(*pooledTransport); ok {
-		if st, ok := pt.Transport.(*mcp.StreamableClientTransport); ok && st.HTTPClient != nil {
-			rec.w = acquireWriter(ts)
-			c := *st.HTTPClient
-			base := c.Transport
-			if base == nil {
-				base = http.DefaultTransport
-			}
-			c.Transport = &transcriptHTTP{base: base, rec: rec}
-			st2 := *st
-			st2.HTTPClient = &c
-			// Its connection cannot be wrapped to learn of its end: the
-			// transcript ends with the server.
-			context.AfterFunc(s.ctx, rec.end)
-			return &st2
+	if st, ok := transport.Streamable(t); ok && st.HTTPClient != nil {
+		rec.w = acquireWriter(ts)
+		c := *st.HTTPClient
+		base := c.Transport
+		if base == nil {
+			base = http.DefaultTransport
 		}
+		c.Transport = &transcriptHTTP{base: base, rec: rec}
+		st2 := *st
+		st2.HTTPClient = &c
+		// Its connection cannot be wrapped to learn of its end: the
+		// transcript ends with the server.
+		context.AfterFunc(s.ctx, rec.end)
+		return &st2
 	}
 	return &transcriptTransport{inner: t, ts: ts, rec: rec, ctx: s.ctx}
 }

@@ -13,5 +13,5 @@
 // event and writes to no store. The manager decides when to connect, with
 // what, and what becomes of the connection; it passes in what a transport
 // needs of it (its logger, the bound on a message, the session's id, the
-// working directory) as options.
+// working directory) as [Options].
 package transport
