@@ -14,4 +14,23 @@
 // what, and what becomes of the connection; it passes in what a transport
 // needs of it (its logger, the bound on a message, the session's id, the
 // working directory) as [Options].
+//
+// [Resolve] and [New] may be called concurrently, for several servers at
+// once; a [Resolved] is not changed after Resolve returns it (but for its
+// OAuth handler, set before New), and its methods may be called
+// concurrently.
+//
+// Example, one connect attempt:
+//
+//	res := transport.Resolve(ctx, "docs", cfg, resolver, log)
+//	t, err := transport.New("docs", res.Cfg, res, &transport.Options{Cwd: cwd, Log: log, Session: session})
+//	if err != nil { return errors.New(res.ScrubText(err.Error())) }
+//	cs, err := mcp.NewClient(impl, nil).Connect(ctx, t, nil)
+//	if err != nil { return errors.New(res.ScrubText(err.Error())) }
+//	defer func() {
+//		cs.Close() // a stdio server's process is torn down
+//		if pool := transport.Pool(t); pool != nil {
+//			pool.CloseIdleConnections()
+//		}
+//	}()
 package transport

@@ -43,8 +43,8 @@ type stdioTransport struct {
 	stdinGrace, termGrace time.Duration
 }
 
-// Process returns the process that a stdio transport [New] returned has
-// started (nil before its Connect, and for any other transport).
+// Process returns the process started by a stdio transport that [New]
+// returned (nil before its Connect, and for any other transport).
 func Process(t mcp.Transport) *proc.Process {
 	if st, ok := t.(*stdioTransport); ok {
 		return st.proc
