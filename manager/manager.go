@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/oauth"
 	"github.com/mcplife/mcplife/projector"
 )
@@ -346,7 +347,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		return nil, err
 	}
 	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = defaultMaxMessageSize
+		o.MaxMessageSize = transport.DefaultMaxMessageSize
 	}
 	if o.MaxListPages == 0 {
 		o.MaxListPages = defaultMaxListPages
@@ -394,7 +395,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	o.Roots = roots
 	if o.Resolver == nil {
-		o.Resolver = noResolver{}
+		o.Resolver = transport.NoResolver{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -420,7 +421,6 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		opts:       o,
 		log:        o.Logger,
 		cache:      o.ToolCache,
-		dial:       newTransport,
 		now:        j.Now,
 		view:       projector.NewToolView(session),
 		servers:    map[string]*server{},
@@ -431,6 +431,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		listSizes:  map[string]int{},
 		reconnect:  o.Reconnect.withDefaults(),
 	}
+	m.dial = m.newTransport
 	m.requestRate = serverRequestRate
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.out = newOutbox()

@@ -281,7 +281,7 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 		if ctx.Err() != nil {
 			return nil, "", nil, ctx.Err()
 		}
-		return fail(&ServerError{Server: s.name, Op: OpCall, Err: &scrubbedError{msg: lc.res.scrubText(cerr.Error()), cause: cerr}})
+		return fail(&ServerError{Server: s.name, Op: OpCall, Err: &scrubbedError{msg: lc.res.ScrubText(cerr.Error()), cause: cerr}})
 	}
 	return &CallResult{Result: r}, "", nil, nil
 }
