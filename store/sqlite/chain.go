@@ -22,9 +22,19 @@ const chainVersion = 5
 
 // The hash chain (see package store for its definition). Each append
 // computes its events' chain values in the writer, under the write lock
-// that numbers them: the value it follows is the stored hash of the event
-// at the highest seq, read in the same transaction as that seq. Each
-// group transaction then records its last event as the chain head.
+// that numbers them: the value it follows is that of the event at the
+// highest seq, read in the same transaction as that seq. The writer keeps
+// the seq and value of the last event it committed (DB.tail), so it reads
+// the stored value back only when the log no longer ends there, another
+// process having appended since. Each group transaction then records its
+// last event as the chain head.
+
+// chainTail is an event's seq and chain value; the zero value stands for
+// the empty log, whose next event follows a zero value.
+type chainTail struct {
+	seq  uint64
+	hash [store.ChainHashSize]byte
+}
 
 // chainRows computes the chain value of each of out, stored envelopes with
 // consecutive seqs following the event whose chain value is prev, into

@@ -229,3 +229,23 @@ func (u *unchained) appendRows(ctx context.Context, stream string, expected int6
 	}
 	return out, nil
 }
+
+// execRows runs st with args, through QueryContext when viaQuery is set,
+// and drives a query to its end: the insert path before the chain.
+func execRows(ctx context.Context, st *sql.Stmt, viaQuery bool, args []any) error {
+	if !viaQuery {
+		_, err := st.ExecContext(ctx, args...)
+		return err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return err
+	}
+	return rows.Close()
+}
