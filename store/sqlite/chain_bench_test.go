@@ -20,7 +20,9 @@ import (
 // the chain (no chain value computed, bound or read back, no chain head
 // written), alternating which goes first, so both see the same disk and
 // load. It reports each side's median and p99 per append and the ratio
-// of their total times (chain/nochain; the goal is at most 1.05).
+// of their total times (chain/nochain; the goal is at most 1.05), and the
+// ratio of the process's CPU time over each side's appends, which counts
+// work moved off the append's own goroutine too (cpu-chain/nochain).
 func BenchmarkChainCost(b *testing.B) {
 	batch := make([]events.Event, 1000)
 	for i := range batch {
@@ -54,20 +56,25 @@ func BenchmarkChainCost(b *testing.B) {
 func benchChainCost(b *testing.B, setup func(*testing.B, *DB) func(i int)) {
 	chained := setup(b, benchOpen(b))
 	plain := setup(b, benchOpenUnchained(b))
-	var on, off []time.Duration
-	timed := func(op func(int), i int) time.Duration {
-		t0 := time.Now()
+	var (
+		on, off       []time.Duration
+		cpuOn, cpuOff time.Duration
+	)
+	timed := func(op func(int), i int, cpu *time.Duration) time.Duration {
+		c0, t0 := cpuTime(), time.Now()
 		op(i)
-		return time.Since(t0)
+		d := time.Since(t0)
+		*cpu += cpuTime() - c0
+		return d
 	}
 	i := 0
 	for b.Loop() {
 		if i%2 == 0 {
-			on = append(on, timed(chained, i))
-			off = append(off, timed(plain, i))
+			on = append(on, timed(chained, i, &cpuOn))
+			off = append(off, timed(plain, i, &cpuOff))
 		} else {
-			off = append(off, timed(plain, i))
-			on = append(on, timed(chained, i))
+			off = append(off, timed(plain, i, &cpuOff))
+			on = append(on, timed(chained, i, &cpuOn))
 		}
 		i++
 	}
@@ -79,6 +86,9 @@ func benchChainCost(b *testing.B, setup func(*testing.B, *DB) func(i int)) {
 	}
 	b.ReportMetric(float64(total(on))/float64(total(off)), "chain/nochain")
 	b.ReportMetric(float64(quantile(on, 0.5))/float64(quantile(off, 0.5)), "chain/nochain-p50")
+	if cpuOff > 0 {
+		b.ReportMetric(float64(cpuOn)/float64(cpuOff), "cpu-chain/nochain")
+	}
 	for _, s := range []struct {
 		name string
 		ds   []time.Duration

@@ -124,9 +124,10 @@ func (db *DB) appendRows(ctx context.Context, stream string, expected int64, env
 		e.Time = e.Time.UTC()
 		out[i] = e
 	}
-	hashes := make([][]byte, len(out))
-	lastHash := chainRows(prev, out, hashes)
-	if err := db.insert(ctx, out, hashes); err != nil {
+	chain := chainRows(prev, out)
+	err := db.insert(ctx, out, chain)
+	lastHash := chain.done()
+	if err != nil {
 		return nil, err
 	}
 	first, end := out[0], out[len(out)-1]

@@ -83,15 +83,27 @@ func (w *rowWriter) close(conn *sql.Conn) error {
 	return errors.Join(errs...)
 }
 
-// insert inserts es, each with its chain value in hashes, into events in
-// as few statements as it can: rows go in groups of largeGroup and
-// smallGroup, the rest one by one. Every statement runs as a query, whose
+// statementRows returns how many of n rows still to insert the next
+// statement takes: rows go in groups of largeGroup and smallGroup, the
+// rest one by one.
+func statementRows(n int) int {
+	switch {
+	case n >= largeGroup:
+		return largeGroup
+	case n >= smallGroup:
+		return smallGroup
+	}
+	return 1
+}
+
+// insert inserts es, each with its chain value from chain, into events in
+// as few statements as it can (see statementRows). Every statement runs as a query, whose
 // driver path binds all arguments and steps in a single cgo call rather
 // than one per value (see bench/README.md for what that saves). A string
 // equal to the one in the same column of the row before is bound from
 // the same interface value, so a batch's repeated stream, type, session
 // and host are not boxed again for every row. Requires the writer.
-func (db *DB) insert(ctx context.Context, es []events.Envelope, hashes [][]byte) error {
+func (db *DB) insert(ctx context.Context, es []events.Envelope, chain *rowChain) error {
 	w := &db.rows
 	n := rowColumns * min(len(es), largeGroup) // the most values a statement binds
 	if len(w.args) < n {
@@ -117,16 +129,18 @@ func (db *DB) insert(ctx context.Context, es []events.Envelope, hashes [][]byte)
 		}
 	}()
 	return db.wconn.Raw(func(any) error {
-		for len(es) > 0 {
-			st, rows := w.one, 1
-			switch {
-			case len(es) >= largeGroup:
-				st, rows = w.large, largeGroup
-			case len(es) >= smallGroup:
-				st, rows = w.small, smallGroup
+		for done := 0; done < len(es); {
+			rows := statementRows(len(es) - done)
+			st := w.one
+			switch rows {
+			case largeGroup:
+				st = w.large
+			case smallGroup:
+				st = w.small
 			}
+			chain.wait(done + rows)
 			args := w.args[:rowColumns*rows]
-			for i, e := range es[:rows] {
+			for i, e := range es[done : done+rows] {
 				data := []byte(e.Data)
 				if data == nil {
 					data = []byte{} // NOT NULL; an empty blob reads back empty
@@ -142,12 +156,12 @@ func (db *DB) insert(ctx context.Context, es []events.Envelope, hashes [][]byte)
 				row[7].Value = str(3, e.CorrelationID)
 				row[8].Value = str(4, e.Host)
 				row[9].Value = data
-				row[10].Value = hashes[i]
+				row[10].Value = chain.hashes[done+i]
 			}
 			if err := queryRows(ctx, st, args); err != nil {
-				return fmt.Errorf("insert seq %d-%d: %w", es[0].Seq, es[rows-1].Seq, mapErr(err))
+				return fmt.Errorf("insert seq %d-%d: %w", es[done].Seq, es[done+rows-1].Seq, mapErr(err))
 			}
-			es, hashes = es[rows:], hashes[rows:]
+			done += rows
 		}
 		return nil
 	})
