@@ -110,7 +110,7 @@ func toHash(b []byte) (h [store.ChainHashSize]byte) {
 // writeHead records seq and hash as the chain head. Requires the writer,
 // in a transaction.
 func (db *DB) writeHead(ctx context.Context, seq uint64, hash [store.ChainHashSize]byte) error {
-	if _, err := db.stmts.writeHead.ExecContext(ctx, int64(seq), hash[:]); err != nil {
+	if err := db.exec(ctx, db.wstmts.writeHead, int64(seq), hash[:]); err != nil {
 		return fmt.Errorf("write chain head: %w", mapErr(err))
 	}
 	return nil

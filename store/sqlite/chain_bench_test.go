@@ -120,12 +120,15 @@ func benchOpenUnchained(b *testing.B) *DB {
 		&u.insertOne: unchainedInsert(1),
 		&u.insertSm:  unchainedInsert(smallGroup),
 		&u.insertLg:  unchainedInsert(largeGroup),
+		&u.upsertStream: `INSERT INTO streams (stream, version, first_seq, last_seq, created, updated)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT (stream) DO UPDATE SET version = ?2, last_seq = ?4, updated = ?6`,
 	}
 	if err := prepare(ctx, db.wconn, qs); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		for _, st := range []*sql.Stmt{u.positions, u.insertOne, u.insertSm, u.insertLg} {
+		for _, st := range []*sql.Stmt{u.positions, u.insertOne, u.insertSm, u.insertLg, u.upsertStream} {
 			st.Close()
 		}
 	})
@@ -151,6 +154,7 @@ func unchainedInsert(n int) string {
 type unchained struct {
 	db                                       *DB
 	positions, insertOne, insertSm, insertLg *sql.Stmt
+	upsertStream                             *sql.Stmt
 }
 
 func (u *unchained) writeGroup(live []*groupcommit.Request) {
@@ -233,7 +237,7 @@ func (u *unchained) appendRows(ctx context.Context, stream string, expected int6
 		es = es[rows:]
 	}
 	first, end := out[0], out[len(out)-1]
-	if _, err := u.db.stmts.upsertStream.ExecContext(ctx, stream, int64(end.Version),
+	if _, err := u.upsertStream.ExecContext(ctx, stream, int64(end.Version),
 		int64(first.Seq), int64(end.Seq), first.Time.UnixNano(), end.Time.UnixNano()); err != nil {
 		return nil, mapErr(err)
 	}

@@ -94,15 +94,12 @@ func (db *DB) appendInSavepoint(ctx context.Context, r *groupcommit.Request, tai
 // otherwise (another process appended). On success tail moves to the last
 // event written; on failure it is left as it was.
 func (db *DB) appendRows(ctx context.Context, stream string, expected int64, envs []events.Envelope, tail *chainTail) ([]events.Envelope, error) {
-	var (
-		cur  sql.NullInt64
-		last int64
-	)
-	if err := db.stmts.positions.QueryRowContext(ctx, stream).Scan(&cur, &last); err != nil {
+	cur, last, err := db.positions(ctx, stream)
+	if err != nil {
 		return nil, mapErr(err)
 	}
-	if expected != store.AnyVersion && expected != cur.Int64 {
-		return nil, fmt.Errorf("expected version %d, stream is at %d: %w", expected, cur.Int64, store.ErrVersionConflict)
+	if expected != store.AnyVersion && expected != cur {
+		return nil, fmt.Errorf("expected version %d, stream is at %d: %w", expected, cur, store.ErrVersionConflict)
 	}
 	if len(envs) == 0 {
 		return nil, nil
@@ -120,18 +117,18 @@ func (db *DB) appendRows(ctx context.Context, stream string, expected int64, env
 		e = e.Clone()
 		e.Seq = uint64(last) + uint64(i) + 1
 		e.Stream = stream
-		e.Version = uint64(cur.Int64) + uint64(i) + 1
+		e.Version = uint64(cur) + uint64(i) + 1
 		e.Time = e.Time.UTC()
 		out[i] = e
 	}
 	chain := chainRows(prev, out)
-	err := db.insert(ctx, out, chain)
+	err = db.insert(ctx, out, chain)
 	lastHash := chain.done()
 	if err != nil {
 		return nil, err
 	}
 	first, end := out[0], out[len(out)-1]
-	if _, err := db.stmts.upsertStream.ExecContext(ctx, stream, int64(end.Version),
+	if err := db.exec(ctx, db.wstmts.upsertStream, stream, int64(end.Version),
 		int64(first.Seq), int64(end.Seq), first.Time.UnixNano(), end.Time.UnixNano()); err != nil {
 		return nil, fmt.Errorf("update stream: %w", mapErr(err))
 	}

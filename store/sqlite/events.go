@@ -26,10 +26,7 @@ const eventColumns = `seq, stream, version, type, schema, time, session_id, corr
 // again on each reader connection that runs them).
 type statements struct {
 	// Writer.
-	positions    *sql.Stmt // a stream's version and the last seq
 	chainValue   *sql.Stmt // the chain value stored with a seq
-	upsertStream *sql.Stmt
-	writeHead    *sql.Stmt // the chain head
 	saveSnapshot *sql.Stmt
 	// Readers.
 	readAll      *sql.Stmt
@@ -44,13 +41,7 @@ type statements struct {
 
 func (s *statements) prepareWrites(ctx context.Context, w preparer) error {
 	return prepare(ctx, w, map[**sql.Stmt]string{
-		&s.positions:  `SELECT (SELECT version FROM streams WHERE stream = ?), (SELECT COALESCE(MAX(seq), 0) FROM events)`,
 		&s.chainValue: `SELECT hash FROM events WHERE seq = ?`,
-		&s.upsertStream: `INSERT INTO streams (stream, version, first_seq, last_seq, created, updated)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-			ON CONFLICT (stream) DO UPDATE SET version = ?2, last_seq = ?4, updated = ?6`,
-		&s.writeHead: `INSERT INTO chain_head (one, seq, hash) VALUES (1, ?1, ?2)
-			ON CONFLICT (one) DO UPDATE SET seq = ?1, hash = ?2`,
 		&s.saveSnapshot: `INSERT INTO snapshots (name, seq, data) VALUES (?1, ?2, ?3)
 			ON CONFLICT (name) DO UPDATE SET seq = ?2, data = ?3 WHERE ?2 >= snapshots.seq`,
 	})
@@ -96,7 +87,7 @@ func prepare(ctx context.Context, db preparer, qs map[**sql.Stmt]string) error {
 
 func (s *statements) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.positions, s.chainValue, s.upsertStream, s.writeHead, s.saveSnapshot,
+	for _, st := range []*sql.Stmt{s.chainValue, s.saveSnapshot,
 		s.readAll, s.readStream, s.readType, s.streams, s.lastSeq, s.loadSnapshot, s.readChain, s.chainHead} {
 		if st != nil {
 			errs = append(errs, st.Close())

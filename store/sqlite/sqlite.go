@@ -148,7 +148,9 @@ type DB struct {
 	r     *sql.DB       // readers: read-only connections
 
 	stmts statements
-	rows  rowWriter // the inserts of events rows, on wconn
+	// wstmts are the append path's statements, on wconn's driver
+	// connection.
+	wstmts writerStmts
 
 	// onDisk is the file's schema version as Open left it: older than
 	// schemaVersion only for a file opened read-only.
@@ -311,7 +313,7 @@ func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
 	if err := db.stmts.prepareWrites(ctx, conn); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, err))
 	}
-	if err := db.rows.prepare(ctx, conn); err != nil {
+	if err := db.wstmts.prepare(ctx, conn); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, err))
 	}
 	return nil
@@ -531,7 +533,7 @@ func (db *DB) Close() error {
 // closeAll closes the statements and both pools, readers first so that the
 // writer is the last connection and checkpoints the log.
 func (db *DB) closeAll() error {
-	errs := []error{db.stmts.close(), db.rows.close(db.wconn)}
+	errs := []error{db.stmts.close(), db.wstmts.close(db.wconn)}
 	if db.wconn != nil {
 		errs = append(errs, db.wconn.Close())
 	}
