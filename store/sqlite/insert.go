@@ -162,12 +162,10 @@ func statementRows(n int) int {
 }
 
 // insert inserts es, each with its chain value from chain, into events in
-// as few statements as it can (see statementRows). Every statement runs as a query, whose
-// driver path binds all arguments and steps in a single cgo call rather
-// than one per value (see bench/README.md for what that saves). A string
-// equal to the one in the same column of the row before is bound from
-// the same interface value, so a batch's repeated stream, type, session
-// and host are not boxed again for every row. Requires the writer.
+// as few statements as it can (see statementRows). A string equal to the
+// one in the same column of the row before is bound from the same
+// interface value, so a batch's repeated stream, type, session and host
+// are not boxed again for every row. Requires the writer.
 func (db *DB) insert(ctx context.Context, es []events.Envelope, chain *rowChain) error {
 	w := &db.wstmts
 	n := rowColumns * min(len(es), largeGroup) // the most values a statement binds
