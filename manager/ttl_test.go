@@ -2,7 +2,10 @@ package manager_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +19,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/oauth"
 	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/memory"
 )
@@ -452,5 +456,111 @@ func TestToolsListedCacheFieldsDecode(t *testing.T) {
 	b, err := json.Marshal(&ev)
 	if err != nil || string(b) != old {
 		t.Errorf("old event re-encodes as %s, want %s", b, old)
+	}
+}
+
+// unsignedJWT returns a JWT whose payload is claims (the manager reads its
+// subject, never checks it).
+func unsignedJWT(claims string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + ".c2ln"
+}
+
+// Over streamable HTTP with OAuth, a private list is recorded under the
+// authorization it was listed with (the issuer and a hash of the token's
+// subject, never the token): another user on the same host lists for
+// himself, the same user takes the fresh list again, even with a
+// refreshed token.
+func TestPrivateListFollowsItsAuthorization(t *testing.T) {
+	ts := newTTLServer(t, nil)
+	ts.setHints(func(string, string) mcp.Cacheable {
+		return mcp.Cacheable{TTLMs: 60_000, CacheScope: events.CacheScopePrivate}
+	})
+	tokens := map[string]string{
+		"alice":       unsignedJWT(`{"sub":"alice","n":1}`),
+		"alice-again": unsignedJWT(`{"sub":"alice","n":2}`),
+		"bob":         unsignedJWT(`{"sub":"bob"}`),
+	}
+	// The go-sdk serves protocol 2026-07-28 over HTTP statelessly only.
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	var unauthorized atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		for _, tok := range tokens {
+			if got == tok {
+				mcpHandler.ServeHTTP(w, r)
+				return
+			}
+		}
+		unauthorized.Add(1)
+		http.Error(w, "no token", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+
+	const issuer = "https://as.example"
+	cfg := events.ServerConfig{Name: "ttl", URL: srv.URL}
+	st := memory.New()
+	j := hostJournal(t, st, "hostA")
+	connect := func(session, user string) {
+		t.Helper()
+		store := oauth.NewMemoryStore()
+		if err := store.Save(context.Background(), &oauth.Entry{ServerURL: srv.URL, Issuer: issuer, ClientID: "mcplife-test",
+			Token: oauth.Token{AccessToken: tokens[user], TokenType: "Bearer"}}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := oauth.New(&oauth.Options{Store: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := manager.New(j, session, &manager.Options{
+			Gate: time.Minute, Cwd: t.TempDir(), ProtocolVersion: modernProtocol,
+			Health: manager.HealthOptions{Interval: -1}, Auth: manager.AuthOptions{OAuth: a},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close(context.Background())
+		res, err := m.ConnectServers(t.Context(), []events.ServerConfig{cfg}, nil)
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatalf("%s: %v %v", user, res.Errors, err)
+		}
+		if got := toolNamesOf(m); len(got) != 2 {
+			t.Errorf("%s: tools %v", user, got)
+		}
+	}
+	connect("s1", "alice")
+	listed := sessionEvents[*events.ToolsListed](t, j, "s1")
+	if len(listed) != 1 || !listed[0].Private() || !strings.HasPrefix(listed[0].AuthContext, issuer+" ") {
+		t.Fatalf("ToolsListed %+v, want a private list under the issuer's context", *listed[0])
+	}
+	connect("s2", "bob")
+	if n := ts.lists.Load(); n != 2 {
+		t.Errorf("%d tools/list requests, want 2: another user lists for himself", n)
+	}
+	if l := sessionEvents[*events.ToolsListed](t, j, "s2"); len(l) != 1 || l[0].AuthContext == listed[0].AuthContext {
+		t.Errorf("bob's ToolsListed %+v, want his own context", l)
+	}
+	connect("s3", "alice-again")
+	if n := ts.lists.Load(); n != 2 {
+		t.Errorf("%d tools/list requests, want still 2: alice's list is fresh for her", n)
+	}
+	if l := sessionEvents[*events.ToolsListed](t, j, "s3"); len(l) != 1 || l[0].Cause != events.CauseCache {
+		t.Errorf("alice's second ToolsListed %+v, want one of cause cache", l)
+	}
+	if n := unauthorized.Load(); n != 0 {
+		t.Errorf("%d requests without a token", n)
+	}
+	if err := j.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for env, err := range st.ReadAll(context.Background(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for user, tok := range tokens {
+			if strings.Contains(string(env.Data), tok) || strings.Contains(string(env.Data), `"`+user) {
+				t.Errorf("%s records %s's token or subject", env.Type, user)
+			}
+		}
 	}
 }
