@@ -171,6 +171,10 @@ func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 		done:      make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(m.ctx)
+	// Only a remote server may use OAuth: any other's context is none.
+	if t := cfg.Transport(); m.auth.a == nil || (t != events.TransportHTTP && t != events.TransportSSE) {
+		s.authKnown = true
+	}
 	return s
 }
 
@@ -361,8 +365,20 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		m.wg.Go(func() { m.setServerLogLevel(s, c) }) // beside the first tools/list, not before it
 	}
 
+	// A list still fresh in the cache stands for the first tools/list of
+	// a connection whose protocol has cache hints; a list_changed on the
+	// connection re-lists as ever.
 	listStart := m.now()
-	defs, err := m.listTools(lc.ctx, s, lc)
+	var (
+		defs  []events.ToolDef
+		hints events.CacheHints
+	)
+	cached, fromCache := m.freshTools(s, lc)
+	if fromCache {
+		defs, hints, err = cached.List, cached.Hints, m.takeList(s, len(cached.List))
+	} else {
+		defs, hints, err = m.listTools(lc.ctx, s, lc)
+	}
 	m.mu.Lock()
 	closing := s.ending()
 	m.mu.Unlock()
@@ -391,6 +407,10 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 			cause = events.CauseLate
 		}
 		listed := m.listed(s, lc, defs, m.now().Sub(listStart), cause)
+		listed.CacheHints = hints
+		if fromCache {
+			listed.Cause, listed.CacheAge, listed.Duration = events.CauseCache, cached.Age, 0
+		}
 		last = listed.ToolsHash
 		m.emitDeferred("", listed)
 	}
@@ -450,6 +470,9 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	if err == nil {
 		res.OAuth = m.oauthHandler(s, res.Cfg)
+		if res.OAuth != nil {
+			m.knownAuthContext(s, m.authContext(ctx, res.Cfg.URL))
+		}
 		if m.opts.Dial != nil {
 			t, err = m.dialHost(ctx, s, res)
 		} else {
@@ -514,6 +537,12 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		return nil, m.connectError(s, res, p, err)
 	}
 	lc.cs, lc.proc = cs, p
+	if res.OAuth != nil && carriesHints(cs) {
+		// The connect may have obtained or refreshed the token; a
+		// connection without cache hints lists nothing private.
+		lc.authContext = m.authContext(ctx, res.Cfg.URL)
+		m.knownAuthContext(s, lc.authContext)
+	}
 	lc.setLevel, lc.logsPerRequest = m.askForLogs(cs)
 	return lc, nil
 }

@@ -57,6 +57,11 @@ type server struct {
 	// served from the cache at the gate, so the server's own listing must
 	// replace them even when it has none.
 	cachedResources, cachedPrompts bool
+	// authContext is the authorization context of the current connect
+	// (events.CacheHints AuthContext), once authKnown (m.mu): the tool
+	// cache's viewer of s is this host under it.
+	authContext string
+	authKnown   bool
 	// calls are the in-flight calls of the current connection, or of the
 	// connect they wait for; a drop waits for its connection's group and
 	// starts a new one (m.mu).
@@ -99,6 +104,9 @@ type liveConn struct {
 	goneOnce sync.Once
 	res      transport.Resolved
 	pool     *http.Transport // HTTP and SSE only
+	// authContext is the authorization context the connection uses, that
+	// its private lists are recorded under ("" without OAuth).
+	authContext string
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
 	// logs rate-limits the server's log messages (fields under m.mu);
