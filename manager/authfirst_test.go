@@ -82,7 +82,7 @@ func TestListNeedsAuthThenLogin(t *testing.T) {
 // server's protocol (its initialize would be refused as well) and the
 // server connects after it at that protocol.
 func TestDiscoverNeedsAuthThenLogin(t *testing.T) {
-	fx, err := oauthfixture.Start(&oauthfixture.Options{Stateless: true})
+	fx, err := oauthfixture.Start(&oauthfixture.Options{Stateless: true, ModernOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,5 +116,43 @@ func TestDiscoverNeedsAuthThenLogin(t *testing.T) {
 	}
 	if out, err := tool(t, e.m, "mcp_tracker_read").Call(ctx, map[string]any{}); err != nil || out.Result.IsError {
 		t.Fatalf("read: %+v, %v", out, err)
+	}
+}
+
+// TestLoginFollowsEra: a login to a server whose config pins no version
+// speaks the server's era as the tool cache last recorded it, here the
+// stateless protocol, though the manager's own connects speak
+// 2025-11-25: the login's session starts with server/discover.
+func TestLoginFollowsEra(t *testing.T) {
+	fx, err := oauthfixture.Start(&oauthfixture.Options{Stateless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fx.Close() })
+	a, err := oauth.New(&oauth.Options{Store: oauth.NewMemoryStore(), Open: oauthfixture.Browser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, &Options{Auth: AuthOptions{OAuth: a}})
+	ctx := testCtx(t)
+	cfg := events.ServerConfig{Name: "tracker", Type: events.TransportHTTP, URL: fx.URL}
+	// An earlier session met the server at the stateless protocol.
+	if _, err := e.j.Append(ctx, "s0", &events.ServerEraDetected{Server: "tracker", ConfigHash: cfg.Hash(), Era: events.EraModern,
+		ProtocolVersion: "2026-07-28", SupportedVersions: []string{"2026-07-28"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.m.ConnectServers(ctx, []events.ServerConfig{cfg}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Gate.Outcomes["tracker"]; got != events.OutcomeNeedsAuth {
+		t.Fatalf("gate outcome = %s (%v), want needs-auth", got, res.Errors["tracker"])
+	}
+	before := len(fx.Methods())
+	if _, err := e.m.Login(ctx, "tracker"); err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	if got := fx.Methods(); len(got) <= before || got[before] != "server/discover" {
+		t.Fatalf("the login's session sent %v, want server/discover first", got[before:])
 	}
 }
