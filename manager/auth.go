@@ -57,6 +57,17 @@ func (m *Manager) oauthHandler(s *server, cfg events.ServerConfig) auth.OAuthHan
 	}
 	return m.auth.a.Handler(s.name, cfg, &oauth.HandlerOptions{
 		Interactive: m.opts.Auth.Interactive,
+		// Once the server is ready, a call that meets a 401 logs in
+		// where the host may open the browser; the connect and its
+		// first list end as needs-auth instead, for the host's login.
+		LoginOnUnauthorized: func() bool {
+			if !m.opts.Auth.Interactive {
+				return false
+			}
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return s.state == stReady
+		},
 		Authorized: func(r oauth.Result) {
 			m.emitDeferred("", &events.AuthCompleted{Server: s.name, Issuer: r.Issuer, Scopes: r.Scopes, ExpiresAt: r.ExpiresAt, Grant: r.Grant})
 		},

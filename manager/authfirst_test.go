@@ -156,3 +156,54 @@ func TestLoginFollowsEra(t *testing.T) {
 		t.Fatalf("the login's session sent %v, want server/discover first", got[before:])
 	}
 }
+
+// TestCallUnauthorizedLogsInWhenInteractive: a server that lets the
+// connect and tools/list through without a token and answers a call with
+// 401 gets a browser login for that call when the host is interactive
+// (the call then succeeds, AuthCompleted recorded); otherwise the call
+// fails naming the login command and no browser opens.
+func TestCallUnauthorizedLogsInWhenInteractive(t *testing.T) {
+	for _, interactive := range []bool{false, true} {
+		fx, err := oauthfixture.Start(&oauthfixture.Options{Unprotected: []string{"initialize", "notifications/", "tools/list", "resources/", "prompts/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fx.Close() })
+		var opened atomic.Int32
+		a, err := oauth.New(&oauth.Options{Store: oauth.NewMemoryStore(), Open: countingBrowser(&opened)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, &Options{Auth: AuthOptions{OAuth: a, Interactive: interactive}})
+		ctx := testCtx(t)
+		if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{{Name: "tracker", Type: events.TransportHTTP, URL: fx.URL}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if st := e.m.Status("tracker"); st != projector.StatusConnected {
+			t.Fatalf("interactive %v: status %s", interactive, st)
+		}
+		out, err := tool(t, e.m, "mcp_tracker_read").Call(ctx, map[string]any{})
+		if !interactive {
+			if err == nil && !out.Result.IsError {
+				t.Fatal("a call without a token succeeded")
+			}
+			text := ""
+			if err != nil {
+				text = err.Error()
+			} else {
+				text = textOf(out.Result.Content[0])
+			}
+			contains(t, "call error", text, "mcp-audit auth login tracker")
+			if opened.Load() != 0 {
+				t.Fatal("a host that is not interactive opened the browser")
+			}
+			continue
+		}
+		if err != nil || out.Result.IsError {
+			t.Fatalf("call after the login: %+v, %v", out, err)
+		}
+		if opened.Load() != 1 || len(ofType[*events.AuthCompleted](e, e.session)) != 1 {
+			t.Fatalf("%d logins, AuthCompleted %+v; methods %v", opened.Load(), ofType[*events.AuthCompleted](e, e.session), fx.Methods())
+		}
+	}
+}

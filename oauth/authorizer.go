@@ -175,6 +175,13 @@ type HandlerOptions struct {
 	// login. A connect never does: a 401 without a usable token always
 	// ends in a [*NeedsAuthError].
 	Interactive bool
+	// LoginOnUnauthorized, when set and reporting true at the time, lets
+	// a 401 that no stored token, refresh or grant answers run the
+	// browser login as well: a host that may open the browser, once its
+	// connection is up (a server that let the connect through and asks
+	// for a token on a call). Its connect's own 401s should still end in
+	// a [*NeedsAuthError].
+	LoginOnUnauthorized func() bool
 	// Authorized is called after the handler obtained a token by itself
 	// (a client-credentials grant, or an interactive step-up).
 	Authorized func(Result)
@@ -218,6 +225,10 @@ type handler struct {
 	// login: an explicit login, which starts without the stored token
 	// and may open the browser.
 	login bool
+
+	// loginMu serialises the handler's logins: requests that meet a 401
+	// at once (a call beside a notification) open one browser login.
+	loginMu sync.Mutex
 
 	mu      sync.Mutex
 	loaded  bool
@@ -571,7 +582,17 @@ func (h *handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 	if stepUp && e != nil && len(want) > 0 && subset(want, e.Scopes) {
 		return fmt.Errorf("MCP server %q refuses the token although it holds the scopes the server asks for (%s)", h.server, strings.Join(want, " "))
 	}
-	if h.login || (stepUp && h.ho.Interactive) {
+	if h.login || (stepUp && h.ho.Interactive) || (!stepUp && h.ho.LoginOnUnauthorized != nil && h.ho.LoginOnUnauthorized()) {
+		h.loginMu.Lock()
+		defer h.loginMu.Unlock()
+		h.mu.Lock()
+		cur := h.entry
+		h.mu.Unlock()
+		if sent, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); cur != nil && cur.Token.AccessToken != sent {
+			// Another request's login (or refresh) got a token since
+			// this one was sent: it is retried with that token.
+			return nil
+		}
 		h.mu.Lock()
 		n := h.logins
 		h.logins++
