@@ -172,8 +172,8 @@ func (e *NeedsAuthError) Unwrap() error { return e.Err }
 // HandlerOptions are the options of one connection's handler.
 type HandlerOptions struct {
 	// Interactive lets a step-up (403 insufficient_scope) run the browser
-	// login. A connect never does: a 401 without a usable token always
-	// ends in a [*NeedsAuthError].
+	// login. A 401 without a usable token ends in a [*NeedsAuthError],
+	// unless LoginOnUnauthorized says otherwise.
 	Interactive bool
 	// LoginOnUnauthorized, when set and reporting true at the time, lets
 	// a 401 that no stored token, refresh or grant answers run the
