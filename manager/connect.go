@@ -316,7 +316,11 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	}
 
 	init := lc.cs.InitializeResult()
-	connected := &events.ServerConnected{Server: s.name, Duration: m.now().Sub(begin)}
+	end := m.now()
+	if lc.first != nil {
+		end = lc.first.start
+	}
+	connected := &events.ServerConnected{Server: s.name, Duration: end.Sub(begin)}
 	if init != nil {
 		connected.ProtocolVersion = init.ProtocolVersion
 		connected.Instructions = init.Instructions
@@ -333,7 +337,11 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		connected.Pid, connected.Pgid, connected.StartTime = id.Pid, id.Pgid, id.StartTime
 	}
 	r.enter(s.name)
-	m.emitDeferred("", connected)
+	if lc.era != nil {
+		m.emitDeferred("", lc.era, connected)
+	} else {
+		m.emitDeferred("", connected)
+	}
 	r.leave()
 	m.mu.Lock()
 	if s.state == stDialing { // else a teardown began: it closes lc
@@ -361,7 +369,12 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	}
 
 	listStart := m.now()
-	defs, err := m.listTools(lc.ctx, s, lc)
+	var defs []events.ToolDef
+	if f := lc.first; f != nil { // listed by the connect
+		listStart, defs, err = f.start, f.defs, f.err
+	} else {
+		defs, err = m.listTools(lc.ctx, s, lc)
+	}
 	m.mu.Lock()
 	closing := s.ending()
 	m.mu.Unlock()
@@ -437,9 +450,21 @@ func (m *Manager) endRecord(s *server, err error, remove bool) {
 }
 
 // connect resolves substitutions, builds the transport and runs initialize
-// under the server's timeout. The transport is closed when initialization
-// fails. Errors are scrubbed of resolved secrets.
+// (or server/discover) under the server's timeout. The transport is closed
+// when initialization fails. Errors are scrubbed of resolved secrets. A
+// server that contradicts its recorded era is connected once more, with
+// the probe on the wire (era.go).
 func (m *Manager) connect(s *server) (*liveConn, error) {
+	lc, err := m.connectEra(s, false)
+	if errors.Is(err, errEraContradicted) {
+		lc, err = m.connectEra(s, true)
+	}
+	return lc, err
+}
+
+// connectEra is one connect of s; probe set, it ignores the era recorded
+// for the server.
+func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	ctx := s.ctx
 	res := resolveConfig(ctx, s.name, s.cfg, m.opts.Resolver, m.log)
 	var t mcp.Transport
@@ -499,6 +524,11 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if s.cfg.ProtocolVersion != "" {
 		pv = s.cfg.ProtocolVersion
 	}
+	ec := m.planEra(s, pv, probe)
+	if ec != nil {
+		client.AddSendingMiddleware(ec.middleware)
+		pv = ec.version(pv)
+	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if s.timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, s.timeout)
@@ -519,6 +549,9 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 			p.Terminate() // normally done by the go-sdk already
 		}
 		lc.closeIdle()
+		if ec.legacyContradicted() {
+			return nil, errEraContradicted
+		}
 		if timedOut {
 			err = &scrubbedError{msg: fmt.Sprintf("Connection to MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}
 		}
@@ -526,6 +559,23 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	lc.cs, lc.proc = cs, p
 	lc.setLevel, lc.logsPerRequest = m.askForLogs(cs)
+	lc.era = ec.detected(s, res, cs.InitializeResult())
+	if ec.answeredLocally() {
+		// The record stood in for server/discover: the first tools/list
+		// checks it before the connection is reported.
+		f := &firstList{start: m.now()}
+		f.defs, f.err = m.listTools(lc.ctx, s, lc)
+		if ec.localContradicted() {
+			lc.cancel()
+			cs.Close()
+			if p != nil {
+				p.Terminate()
+			}
+			lc.closeIdle()
+			return nil, errEraContradicted
+		}
+		lc.first = f
+	}
 	return lc, nil
 }
 

@@ -116,6 +116,11 @@ type liveConn struct {
 	// flooded: the connection was closed for sending more than
 	// maxDeclinedRequests a second (m.mu).
 	flooded bool
+	// era is the ServerEraDetected the connect recorded before
+	// ServerConnected (nil: none); first, the tools/list the connect made
+	// itself (era.go).
+	era   *events.ServerEraDetected
+	first *firstList
 }
 
 // release closes lc.gone, once.
