@@ -546,3 +546,46 @@ func TestEraUnauthorizedDiscoverDecidesNothing(t *testing.T) {
 		})
 	}
 }
+
+// What a server says of itself in its discover result is recorded
+// scrubbed of the connection's secrets, as ServerConnected is, and a
+// connect answered from the record repeats it scrubbed.
+func TestEraDiscoverScrubbed(t *testing.T) {
+	const secret = "s3cret-value-123"
+	e := newEraEnv(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "srv " + secret, Version: "1"}, &mcp.ServerOptions{
+		Instructions: "your token is " + secret,
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = 60_000 },
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	cfg := modernCfg
+	cfg.Env = map[string]string{"TOKEN": "${TOKEN}"}
+	for i := range 2 {
+		evs, res := e.connect(cfg, srv, manager.Options{Resolver: tokenResolver{}})
+		if len(res.Errors) > 0 {
+			t.Fatal(res.Errors)
+		}
+		if i == 0 {
+			got := eras(evs)
+			if len(got) != 1 || got[0].Discover == nil || !strings.Contains(got[0].Discover.Instructions, events.Redacted) ||
+				!strings.Contains(got[0].Discover.PeerName, events.Redacted) {
+				t.Fatalf("ServerEraDetected = %+v", got)
+			}
+		}
+		for _, ev := range evs {
+			if c, ok := ev.(*events.ServerConnected); ok && c.Instructions != "your token is "+events.Redacted {
+				t.Errorf("connect %d: instructions %q", i+1, c.Instructions)
+			}
+		}
+	}
+	for env, err := range e.st.ReadAll(context.Background(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(env.Data), secret) {
+			t.Errorf("the secret reached the store: %s %s", env.Type, env.Data)
+		}
+	}
+}
