@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -587,5 +588,65 @@ func TestEraDiscoverScrubbed(t *testing.T) {
 		if strings.Contains(string(env.Data), secret) {
 			t.Errorf("the secret reached the store: %s %s", env.Type, env.Data)
 		}
+	}
+}
+
+// BenchmarkEraConnect measures a session's connect of a modern server
+// over streamable HTTP: with the probe on the wire (a discover result that
+// may not be reused), and answered from a fresh record.
+func BenchmarkEraConnect(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		ttl  int
+	}{{"probe", 0}, {"fresh-record", 3_600_000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			st := memory.New()
+			j, err := journal.New(st, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			w := &wire{}
+			srv := eraServer(w, bc.ttl, nil)
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+			hs := httptest.NewServer(h)
+			defer hs.Close()
+			a, err := oauth.New(&oauth.Options{Store: oauth.NewMemoryStore()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := events.ServerConfig{Name: "web", Type: events.TransportHTTP, URL: hs.URL + "/mcp", ProtocolVersion: modern}
+			sessions := 0
+			// Only ConnectServers is timed: a manager's start and close
+			// are the same either way.
+			connect := func() {
+				b.StopTimer()
+				sessions++
+				m, err := manager.New(j, fmt.Sprintf("bench-%d", sessions), &manager.Options{Gate: time.Minute, Cwd: b.TempDir(), Auth: manager.AuthOptions{OAuth: a}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				res, err := m.ConnectServers(context.Background(), []events.ServerConfig{cfg}, nil)
+				b.StopTimer()
+				if err != nil || len(res.Errors) > 0 {
+					b.Fatal(err, res.Errors)
+				}
+				if err := m.Close(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			connect() // records the era
+			b.ResetTimer()
+			w.take()
+			for range b.N {
+				connect()
+			}
+			b.StopTimer()
+			if n := w.take()["server/discover"]; (n == 0) != (bc.ttl > 0) {
+				b.Fatalf("%d server/discover on the wire", n)
+			}
+		})
 	}
 }
