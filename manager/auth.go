@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/oauth"
 )
 
@@ -128,12 +129,12 @@ func (m *Manager) Login(ctx context.Context, name string) (*oauth.Result, error)
 	if t := cfg.Transport(); t != events.TransportHTTP && t != events.TransportSSE {
 		return nil, &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("MCP server %q: OAuth login needs a remote (HTTP or SSE) server", name)}
 	}
-	res := resolveConfig(ctx, name, cfg, m.opts.Resolver, m.log)
-	r, err := m.auth.a.Login(ctx, name, res.cfg, res.headers)
+	res := transport.Resolve(ctx, name, cfg, m.opts.Resolver, m.log)
+	r, err := m.auth.a.Login(ctx, name, res.Cfg, res.Headers)
 	if errors.Is(err, oauth.ErrNotRequired) {
 		r, err = nil, nil
 	} else if err != nil {
-		err = &scrubbedError{msg: res.scrubText(err.Error()), cause: err}
+		err = &scrubbedError{msg: res.ScrubText(err.Error()), cause: err}
 		m.emit(&events.AuthFailed{Server: name, Error: err.Error()})
 		return nil, &ServerError{Server: name, Op: OpConnect, Err: err}
 	} else {

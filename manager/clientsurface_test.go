@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 )
 
 // TestEveryContentKindPassesThrough: the fixture's media tool returns
@@ -62,7 +63,7 @@ func TestToolViewKeepsTitleIconsAnnotationsOutputSchema(t *testing.T) {
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Read"},
 		Icons:        []mcp.Icon{{Source: "https://example.com/read.svg", MIMEType: "image/svg+xml", Sizes: []string{"any"}, Theme: "dark"}},
 	}
-	e.m.dial = func(name string, _ events.ServerConfig, _ resolved, _ string) (mcp.Transport, error) {
+	e.m.dial = func(name string, _ events.ServerConfig, _ transport.Resolved, _ string) (mcp.Transport, error) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
 		srv.AddTool(def, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil

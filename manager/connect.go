@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 )
 
 // ConnectServers connects the given servers in parallel (for each:
@@ -331,7 +332,7 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 			connected.Capabilities, _ = json.Marshal(init.Capabilities)
 		}
 	}
-	lc.res.scrubConnected(connected)
+	lc.res.ScrubConnected(connected)
 	if lc.proc != nil {
 		id := lc.proc.Identity()
 		connected.Pid, connected.Pgid, connected.StartTime = id.Pid, id.Pgid, id.StartTime
@@ -466,29 +467,22 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 // for the server.
 func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	ctx := s.ctx
-	res := resolveConfig(ctx, s.name, s.cfg, m.opts.Resolver, m.log)
+	res := transport.Resolve(ctx, s.name, s.cfg, m.opts.Resolver, m.log)
 	var t mcp.Transport
 	var err error
-	if tr := res.cfg.Transport(); tr == events.TransportHTTP || tr == events.TransportSSE {
-		err = events.CheckURL(res.cfg.URL) // its references are expanded only now
+	if tr := res.Cfg.Transport(); tr == events.TransportHTTP || tr == events.TransportSSE {
+		err = events.CheckURL(res.Cfg.URL) // its references are expanded only now
 	}
 	if err == nil {
-		res.oauth = m.oauthHandler(s, res.cfg)
+		res.OAuth = m.oauthHandler(s, res.Cfg)
 		if m.opts.Dial != nil {
 			t, err = m.dialHost(ctx, s, res)
 		} else {
-			t, err = m.dial(s.name, res.cfg, res, m.opts.Cwd)
+			t, err = m.dial(s.name, res.Cfg, res, m.opts.Cwd)
 		}
 	}
 	if err != nil {
 		return nil, m.connectError(s, res, nil, err)
-	}
-	if st, ok := t.(*stdioTransport); ok {
-		st.log = m.log.With("server", s.name)
-		st.server, st.maxMessage, st.session = s.name, m.opts.MaxMessageSize, m.session
-	}
-	if pt, ok := t.(*pooledTransport); ok && pt.depth != nil {
-		pt.depth.log = m.log.With("server", s.name)
 	}
 	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), gone: make(chan struct{}), res: res,
 		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1), surfaceReady: make(chan struct{})}
@@ -536,13 +530,8 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	cs, err := client.Connect(cctx, m.transcribe(s, res, t), &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
-	var p *proc.Process
-	if st, ok := t.(*stdioTransport); ok {
-		p = st.proc
-	}
-	if pt, ok := t.(*pooledTransport); ok {
-		lc.pool = pt.pool
-	}
+	p := transport.Process(t)
+	lc.pool = transport.Pool(t)
 	if err != nil {
 		lc.cancel()
 		if p != nil {
@@ -582,7 +571,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 // connectError wraps a connect failure as a [*ServerError] whose message
 // names the server, carries the exit status and the stderr tail of a
 // stdio server, and holds no secret.
-func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err error) error {
+func (m *Manager) connectError(s *server, res transport.Resolved, p *proc.Process, err error) error {
 	if ne, ok := needsAuthOf(err); ok {
 		return needsAuthError(s.name, ne, err)
 	}
@@ -594,7 +583,7 @@ func (m *Manager) connectError(s *server, res resolved, p *proc.Process, err err
 		}
 		return &ServerError{Server: s.name, Op: OpConnect, Err: err}
 	}
-	msg := fmt.Sprintf("MCP server %q: connect: %s", s.name, res.scrubText(err.Error()))
+	msg := fmt.Sprintf("MCP server %q: connect: %s", s.name, res.ScrubText(err.Error()))
 	if p != nil {
 		if st := p.ExitStatus(); st != nil {
 			msg += fmt.Sprintf(" (process exited with status %d)", *st)
@@ -613,8 +602,8 @@ const errStderrLimit = 4 << 10
 // quotes: the whole text is scrubbed of res's secrets first and cut to its
 // last errStderrLimit bytes after, so a secret that the cut would split is
 // redacted whole rather than quoted from its middle on.
-func stderrExcerpt(res resolved, stderr string) string {
-	return tailOf(res.scrubText(stderr), errStderrLimit)
+func stderrExcerpt(res transport.Resolved, stderr string) string {
+	return tailOf(res.ScrubText(stderr), errStderrLimit)
 }
 
 // tailOf returns the last n bytes of s, "…" first when it cut, without
@@ -637,7 +626,7 @@ func (m *Manager) listed(s *server, lc *liveConn, defs []events.ToolDef, d time.
 	if defs == nil {
 		defs = []events.ToolDef{}
 	}
-	defs, live := lc.res.scrubTools(defs)
+	defs, live := lc.res.ScrubTools(defs)
 	m.mu.Lock()
 	lc.names.tools = live
 	m.mu.Unlock()

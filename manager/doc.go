@@ -52,8 +52,12 @@
 //	disconnect.go  a teardown: process group, in-flight calls, Disconnected
 //	outbox.go      how events reach the journal without holding a lock
 //	state.go       the states and their legal transitions
-//	transport.go   stdio, streamable HTTP, SSE; headers.go the origin rule;
-//	               substitution.go and scrub.go what a server never sees recorded
+//	dial.go        the transport of one connect attempt, built-in or Options.Dial
+//	internal/transport
+//	               below the lifecycle: stdio, streamable HTTP, SSE (transport.go,
+//	               stdio.go); headers.go the origin rule; deephttp.go the JSON
+//	               depth check; substitution.go and scrub.go what a server never
+//	               sees recorded
 //
 // Example:
 //

@@ -61,7 +61,7 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 	default:
 	}
 	if werr != nil && !procExited {
-		d.Error = lc.res.scrubText(werr.Error())
+		d.Error = lc.res.ScrubText(werr.Error())
 	}
 	m.closeConn(s, lc, d)
 	m.waitCalls(calls)
@@ -163,7 +163,7 @@ func (m *Manager) closeConn(s *server, lc *liveConn, d *events.Disconnected) err
 	}
 	var err error
 	if cerr != nil && d.Reason != events.ReasonProcessExited && d.Reason != events.ReasonTransportClosed {
-		err = &ServerError{Server: s.name, Op: OpDisconnect, Err: &scrubbedError{msg: fmt.Sprintf("MCP server %q: close: %s", s.name, lc.res.scrubText(cerr.Error())), cause: cerr}}
+		err = &ServerError{Server: s.name, Op: OpDisconnect, Err: &scrubbedError{msg: fmt.Sprintf("MCP server %q: close: %s", s.name, lc.res.ScrubText(cerr.Error())), cause: cerr}}
 	}
 	if lc.proc != nil {
 		lc.proc.Terminate() // done by Close already; waits for the reaper

@@ -11,13 +11,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/store/memory"
 )
 
 // askingServer dials in-memory servers whose tool "ask" asks the client
 // for a form with defaults and returns what it answered, and whose tool
 // "think" asks the client's model.
-func askingServer(name string, _ events.ServerConfig, _ resolved, _ string) (mcp.Transport, error) {
+func askingServer(name string, _ events.ServerConfig, _ transport.Resolved, _ string) (mcp.Transport, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/projector"
 )
 
@@ -274,7 +275,7 @@ func authRefused(err error) bool {
 // detected returns the ServerEraDetected the connect of s records, given
 // the connection's result init, or nil when it records none. Texts are
 // scrubbed as ServerConnected's are.
-func (ec *eraConnect) detected(s *server, res resolved, init *mcp.InitializeResult) *events.ServerEraDetected {
+func (ec *eraConnect) detected(s *server, res transport.Resolved, init *mcp.InitializeResult) *events.ServerEraDetected {
 	if ec == nil || init == nil {
 		return nil
 	}
@@ -298,7 +299,7 @@ func (ec *eraConnect) detected(s *server, res resolved, init *mcp.InitializeResu
 		if init.Capabilities != nil {
 			c.Capabilities, _ = json.Marshal(init.Capabilities)
 		}
-		res.scrubConnected(c)
+		res.ScrubConnected(c)
 		ev.Discover = &events.DiscoverInfo{Capabilities: c.Capabilities, PeerName: c.PeerName, PeerVersion: c.PeerVersion, Instructions: c.Instructions}
 	case ec.legacy:
 		ev.Era = events.EraLegacy

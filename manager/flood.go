@@ -218,7 +218,7 @@ func (m *Manager) resourceUpdated(s *server, lc *liveConn) func(context.Context,
 			f.ignored[methodResourceUpdated]++
 			start = m.floodDueLocked(f, now)
 		} else if u := f.updates[uri]; u == nil || now.Sub(u.last) >= resourceUpdateInterval {
-			ev = &events.ResourceUpdated{Server: s.name, URI: lc.res.scrubListedURL(uri)}
+			ev = &events.ResourceUpdated{Server: s.name, URI: lc.res.ScrubListedURL(uri)}
 			if u != nil {
 				ev.Coalesced = u.pending
 			}
@@ -361,7 +361,7 @@ func (f *floodLimiter) takeDue(server string, lc *liveConn, now time.Time) (*eve
 			delete(f.updates, uri)
 			continue
 		}
-		updates = append(updates, &events.ResourceUpdated{Server: server, URI: lc.res.scrubListedURL(uri), Coalesced: u.pending - 1})
+		updates = append(updates, &events.ResourceUpdated{Server: server, URI: lc.res.ScrubListedURL(uri), Coalesced: u.pending - 1})
 		u.last, u.pending = now, 0
 	}
 	return summary, updates

@@ -14,6 +14,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/store/memory"
 )
 
@@ -179,7 +180,7 @@ func TestServerRequestFloodIsBounded(t *testing.T) {
 
 // floodServer dials in-memory servers whose tool "flood" sends count
 // elicitation requests at once and returns when all are answered.
-func floodServer(name string, _ events.ServerConfig, _ resolved, _ string) (mcp.Transport, error) {
+func floodServer(name string, _ events.ServerConfig, _ transport.Resolved, _ string) (mcp.Transport, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
 	type args struct {
 		Count int `json:"count"`

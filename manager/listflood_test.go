@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/store/memory"
 )
 
@@ -90,7 +91,7 @@ func TestListChangedFloodIsBounded(t *testing.T) {
 		inject := make(chan struct{})
 		var lists atomic.Int32
 		var srv *mcp.Server
-		m.dial = func(name string, _ events.ServerConfig, _ resolved, _ string) (mcp.Transport, error) {
+		m.dial = func(name string, _ events.ServerConfig, _ transport.Resolved, _ string) (mcp.Transport, error) {
 			srv = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
 			srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return &mcp.CallToolResult{}, nil

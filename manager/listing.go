@@ -58,7 +58,7 @@ func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]eve
 				msg: fmt.Sprintf("Listing tools of MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}}
 		}
 		return nil, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
-			msg: fmt.Sprintf("MCP server %q: tools/list: %s", s.name, lc.res.scrubText(err.Error())), cause: err}}
+			msg: fmt.Sprintf("MCP server %q: tools/list: %s", s.name, lc.res.ScrubText(err.Error())), cause: err}}
 	}
 	return defs, m.takeList(s, len(defs))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/oauth"
 	"github.com/mcplife/mcplife/projector"
 )
@@ -169,6 +170,14 @@ type Options struct {
 	// config record "transcript" does for that server. Off by default; a
 	// store without transcripts (store.TranscriptStore) keeps none.
 	Transcript bool
+	// CallMeta, when set, is called with the context of each tools/call
+	// request and its keys are added to the request's params._meta, as a
+	// tracer puts its traceparent and tracestate there. A key the manager
+	// sets itself (progressToken, the log level) is never replaced. It is
+	// called on the caller's goroutine, so it must return quickly and
+	// must not call the manager; its values must be safe to record, since
+	// a transcript keeps the request as sent.
+	CallMeta func(ctx context.Context) map[string]any
 }
 
 // ClientOptions are the client identity sent in initialize (and in OAuth
@@ -338,7 +347,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		return nil, err
 	}
 	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = defaultMaxMessageSize
+		o.MaxMessageSize = transport.DefaultMaxMessageSize
 	}
 	if o.MaxListPages == 0 {
 		o.MaxListPages = defaultMaxListPages
@@ -386,7 +395,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 	}
 	o.Roots = roots
 	if o.Resolver == nil {
-		o.Resolver = noResolver{}
+		o.Resolver = transport.NoResolver{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -412,7 +421,6 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		opts:       o,
 		log:        o.Logger,
 		cache:      o.ToolCache,
-		dial:       newTransport,
 		now:        j.Now,
 		view:       projector.NewToolView(session),
 		servers:    map[string]*server{},
@@ -423,6 +431,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		listSizes:  map[string]int{},
 		reconnect:  o.Reconnect.withDefaults(),
 	}
+	m.dial = m.newTransport
 	m.requestRate = serverRequestRate
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.out = newOutbox()

@@ -1,11 +1,7 @@
 package manager
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/mcplife/mcplife/events"
@@ -39,60 +35,3 @@ func TestValidateConfigMessages(t *testing.T) {
 		}
 	}
 }
-
-func TestScrubberRemovesResolvedValues(t *testing.T) {
-	res := resolveConfig(context.Background(), "s", events.ServerConfig{
-		Env:     map[string]string{"A": "TOKEN_VAR", "B": "x"},
-		Headers: map[string]string{"Authorization": "Bearer sekrit-123"},
-	}, resolverFunc(func(_ context.Context, v string) (string, error) {
-		if v == "TOKEN_VAR" {
-			return "resolved-secret-value", nil
-		}
-		return v, nil
-	}), discardLogger())
-	if res.env["A"] != "resolved-secret-value" || res.headers["Authorization"] != "Bearer sekrit-123" {
-		t.Fatalf("resolved %v %v", res.env, res.headers)
-	}
-	got := res.scrubText("boom: resolved-secret-value and Bearer sekrit-123 via https://h/?token=abc")
-	for _, s := range []string{"resolved-secret-value", "sekrit", "abc"} {
-		if strings.Contains(got, s) {
-			t.Errorf("scrubbed text %q still contains %q", got, s)
-		}
-	}
-}
-
-// A header's credential is a secret on its own too: a server that says
-// back the token of "Authorization: Bearer …" without the scheme, in an
-// error or in what it tells about itself, does not get it recorded.
-func TestScrubberRemovesHeaderCredential(t *testing.T) {
-	t.Setenv("MYVAR", "Hh7Plain9Tok2")
-	res := resolveConfig(context.Background(), "s", events.ServerConfig{
-		Headers: map[string]string{"Authorization": "Bearer Lit4Bearer8Tok", "X-Other": "Token ${MYVAR}"},
-	}, resolverFunc(func(_ context.Context, v string) (string, error) {
-		return os.ExpandEnv(v), nil
-	}), discardLogger())
-	text := "token Lit4Bearer8Tok, other Hh7Plain9Tok2"
-	for name, got := range map[string]string{"scrubText": res.scrubText(text), "scrubListed": res.scrubListed(text)} {
-		for _, s := range []string{"Lit4Bearer8Tok", "Hh7Plain9Tok2"} {
-			if strings.Contains(got, s) {
-				t.Errorf("%s = %q: still contains %q", name, got, s)
-			}
-		}
-	}
-}
-
-func TestResolverErrorOmitsTheEntry(t *testing.T) {
-	res := resolveConfig(context.Background(), "s", events.ServerConfig{
-		Env: map[string]string{"KEEP": "v1", "DROP": "!fail"},
-	}, resolverFunc(func(_ context.Context, v string) (string, error) {
-		if v == "!fail" {
-			return "", errors.New("command failed")
-		}
-		return v, nil
-	}), discardLogger())
-	if _, ok := res.env["DROP"]; ok || res.env["KEEP"] != "v1" {
-		t.Fatalf("env %v", res.env)
-	}
-}
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store/memory"
 	"github.com/mcplife/mcplife/verify"
@@ -33,7 +34,7 @@ func newDropServers() *dropServers {
 	return &dropServers{sessions: map[string]*mcp.ServerSession{}, refuse: map[string]bool{}, deaf: map[string]bool{}, hold: make(chan struct{})}
 }
 
-func (ds *dropServers) dial(name string, _ events.ServerConfig, _ resolved, _ string) (mcp.Transport, error) {
+func (ds *dropServers) dial(name string, _ events.ServerConfig, _ transport.Resolved, _ string) (mcp.Transport, error) {
 	ds.mu.Lock()
 	refuse := ds.refuse[name]
 	ds.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 )
 
 // server is the runtime record of one server, from its first
@@ -96,7 +97,7 @@ type liveConn struct {
 	// made again.
 	gone     chan struct{}
 	goneOnce sync.Once
-	res      resolved
+	res      transport.Resolved
 	pool     *http.Transport // HTTP and SSE only
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens

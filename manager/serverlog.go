@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 )
 
 // Server logs are the notifications/message a server sends. Each becomes
@@ -109,7 +110,7 @@ func (m *Manager) setServerLogLevel(s *server, lc *liveConn) {
 	}
 	err := lc.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(m.opts.ServerLogLevel)})
 	if err != nil && lc.ctx.Err() == nil {
-		m.log.Debug("MCP server did not take the log level", "server", s.name, "level", m.opts.ServerLogLevel, "err", lc.res.scrubText(err.Error()))
+		m.log.Debug("MCP server did not take the log level", "server", s.name, "level", m.opts.ServerLogLevel, "err", lc.res.ScrubText(err.Error()))
 	}
 }
 
@@ -228,10 +229,10 @@ func logText(data any) string {
 // it to max bytes, ending a cut text with a marker that gives the length.
 // A huge text is cut before it is scrubbed, so scrubbing stays cheap; what
 // that first cut leaves is still far more than max.
-func boundText(res resolved, s string, max int) string {
+func boundText(res transport.Resolved, s string, max int) string {
 	all := len(s)
 	s = cutUTF8(s, 4*max)
-	s = res.scrubText(s)
+	s = res.ScrubText(s)
 	if all <= max && len(s) <= max {
 		return s
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/store/memory"
 )
 
@@ -34,7 +35,7 @@ type logArgs struct {
 	Count  int    `json:"count"`
 }
 
-func (ls *logServer) dial(name string, _ events.ServerConfig, _ resolved, _ string) (mcp.Transport, error) {
+func (ls *logServer) dial(name string, _ events.ServerConfig, _ transport.Resolved, _ string) (mcp.Transport, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil) // advertises logging
 	mcp.AddTool(srv, &mcp.Tool{Name: "log"}, func(ctx context.Context, req *mcp.CallToolRequest, in logArgs) (*mcp.CallToolResult, any, error) {
 		data := in.Data

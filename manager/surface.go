@@ -92,7 +92,7 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 		return len(ev.Resources), res.NextCursor, nil
 	})
 	if err != nil {
-		m.log.Warn("MCP resources/list failed", "server", s.name, "err", lc.res.scrubText(err.Error()))
+		m.log.Warn("MCP resources/list failed", "server", s.name, "err", lc.res.ScrubText(err.Error()))
 		return last
 	}
 	err = m.paginate(ctx, s, "resources/templates/list", "resource templates", func(ctx context.Context, cursor string) (int, string, error) {
@@ -113,7 +113,7 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 		return last
 	}
 	ev.Count, ev.Duration = len(ev.Resources), m.now().Sub(begin)
-	live := lc.res.scrubResources(ev)
+	live := lc.res.ScrubResources(ev)
 	m.mu.Lock()
 	lc.names.resources = live
 	m.mu.Unlock()
@@ -146,11 +146,11 @@ func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, l
 		return len(ev.Prompts), res.NextCursor, nil
 	})
 	if err != nil {
-		m.log.Warn("MCP prompts/list failed", "server", s.name, "err", lc.res.scrubText(err.Error()))
+		m.log.Warn("MCP prompts/list failed", "server", s.name, "err", lc.res.ScrubText(err.Error()))
 		return last
 	}
 	ev.Count, ev.Duration = len(ev.Prompts), m.now().Sub(begin)
-	live := lc.res.scrubPrompts(ev)
+	live := lc.res.ScrubPrompts(ev)
 	m.mu.Lock()
 	lc.names.prompts = live
 	m.mu.Unlock()
@@ -210,7 +210,7 @@ func (m *Manager) connection(ctx context.Context, name string) (*liveConn, error
 // surfaceError wraps a failed request to a server, scrubbed of secrets.
 func surfaceError(name, method string, lc *liveConn, err error) error {
 	return &ServerError{Server: name, Op: OpCall, Err: &scrubbedError{
-		msg: fmt.Sprintf("MCP server %q: %s: %s", name, method, lc.res.scrubText(err.Error())), cause: err}}
+		msg: fmt.Sprintf("MCP server %q: %s: %s", name, method, lc.res.ScrubText(err.Error())), cause: err}}
 }
 
 // ReadResource reads a resource of the named server (resources/read),

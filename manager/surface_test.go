@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/store/memory"
 )
 
@@ -41,7 +42,7 @@ func newLibraryServer() *libraryServer {
 	return &libraryServer{srv: srv}
 }
 
-func (ls *libraryServer) dial(string, events.ServerConfig, resolved, string) (mcp.Transport, error) {
+func (ls *libraryServer) dial(string, events.ServerConfig, transport.Resolved, string) (mcp.Transport, error) {
 	st, ct := mcp.NewInMemoryTransports()
 	if _, err := ls.srv.Connect(context.Background(), st, nil); err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/memory"
@@ -25,7 +26,7 @@ type memServers struct {
 	release chan struct{} // closed to let held tools/list answers go
 }
 
-func (ms *memServers) dial(name string, cfg events.ServerConfig, _ resolved, _ string) (mcp.Transport, error) {
+func (ms *memServers) dial(name string, cfg events.ServerConfig, _ transport.Resolved, _ string) (mcp.Transport, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil

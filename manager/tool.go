@@ -266,6 +266,9 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 		// The go-sdk may deliver a notification just after the result.
 		defer time.AfterFunc(progressGrace, forget)
 	}
+	if m.opts.CallMeta != nil {
+		addCallMeta(params, m.opts.CallMeta(ctx))
+	}
 	r, cerr := lc.cs.CallTool(cctx, params)
 	if cerr != nil {
 		if ctx.Err() != nil {
@@ -278,7 +281,7 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 		if ctx.Err() != nil {
 			return nil, "", nil, ctx.Err()
 		}
-		return fail(&ServerError{Server: s.name, Op: OpCall, Err: &scrubbedError{msg: lc.res.scrubText(cerr.Error()), cause: cerr}})
+		return fail(&ServerError{Server: s.name, Op: OpCall, Err: &scrubbedError{msg: lc.res.ScrubText(cerr.Error()), cause: cerr}})
 	}
 	return &CallResult{Result: r}, "", nil, nil
 }
@@ -361,4 +364,18 @@ func redactValue(v any) any {
 		return events.RedactText(v)
 	}
 	return v
+}
+
+// addCallMeta adds the keys of extra that params' _meta does not hold yet:
+// the manager's own keys win.
+func addCallMeta(params *mcp.CallToolParams, extra map[string]any) {
+	for k, v := range extra {
+		if _, ok := params.Meta[k]; ok {
+			continue
+		}
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[k] = v
+	}
 }

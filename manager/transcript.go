@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/store"
 )
 
@@ -58,7 +59,7 @@ func (m *Manager) transcriptOn(s *server) bool {
 
 // transcribe returns t with its messages recorded in s's transcript when
 // that is on and the store keeps transcripts; t itself otherwise.
-func (m *Manager) transcribe(s *server, res resolved, t mcp.Transport) mcp.Transport {
+func (m *Manager) transcribe(s *server, res transport.Resolved, t mcp.Transport) mcp.Transport {
 	if !m.transcriptOn(s) {
 		return t
 	}
@@ -71,22 +72,20 @@ func (m *Manager) transcribe(s *server, res resolved, t mcp.Transport) mcp.Trans
 	// The streamable HTTP connection learns the session's protocol from
 	// the client through a method a wrapper cannot forward, so its
 	// messages are taken from its HTTP exchanges instead.
-	if pt, ok := t.(*pooledTransport); ok {
-		if st, ok := pt.Transport.(*mcp.StreamableClientTransport); ok && st.HTTPClient != nil {
-			rec.w = acquireWriter(ts)
-			c := *st.HTTPClient
-			base := c.Transport
-			if base == nil {
-				base = http.DefaultTransport
-			}
-			c.Transport = &transcriptHTTP{base: base, rec: rec}
-			st2 := *st
-			st2.HTTPClient = &c
-			// Its connection cannot be wrapped to learn of its end: the
-			// transcript ends with the server.
-			context.AfterFunc(s.ctx, rec.end)
-			return &st2
+	if st, ok := transport.Streamable(t); ok && st.HTTPClient != nil {
+		rec.w = acquireWriter(ts)
+		c := *st.HTTPClient
+		base := c.Transport
+		if base == nil {
+			base = http.DefaultTransport
 		}
+		c.Transport = &transcriptHTTP{base: base, rec: rec}
+		st2 := *st
+		st2.HTTPClient = &c
+		// Its connection cannot be wrapped to learn of its end: the
+		// transcript ends with the server.
+		context.AfterFunc(s.ctx, rec.end)
+		return &st2
 	}
 	return &transcriptTransport{inner: t, ts: ts, rec: rec, ctx: s.ctx}
 }
@@ -140,7 +139,7 @@ func (c *transcriptConn) Close() error {
 // transcriptRec is the transcript of one connection.
 type transcriptRec struct {
 	session, server string
-	res             resolved
+	res             transport.Resolved
 	w               *transcriptWriter
 
 	mu                    sync.Mutex
@@ -161,7 +160,7 @@ func (r *transcriptRec) message(dir string, msg jsonrpc.Message) {
 // raw records one encoded message.
 func (r *transcriptRec) raw(dir string, b []byte) {
 	line := store.TranscriptLine{Session: r.session, Server: r.server, Time: time.Now().UTC(), Direction: dir}
-	text := r.scrub(string(b))
+	text := r.res.ScrubMessage(string(b))
 	if len(text) > messageCap {
 		cut := messageCap
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
@@ -182,16 +181,6 @@ func (r *transcriptRec) raw(dir string, b []byte) {
 		return
 	}
 	r.kept += int64(len(text))
-}
-
-// scrub removes the connection's secrets from a message: every resolved
-// and configured value and credential-like pairs (as in stderr), and the
-// secrets in their JSON-escaped forms.
-func (r *transcriptRec) scrub(s string) string {
-	if r.res.lists != nil {
-		s = r.res.lists.Replace(s)
-	}
-	return r.res.scrubText(s)
 }
 
 // end closes the transcript of the connection: the count of what was not

@@ -1,31 +1,20 @@
-package manager
+package transport
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/internal/proc"
 )
 
-// defaultMaxMessageSize is the default of [Options.MaxMessageSize]: 16 MiB,
+// DefaultMaxMessageSize is the default of [Options.MaxMessageSize]: 16 MiB,
 // the go-sdk's own default bound on one line.
-const defaultMaxMessageSize = 16 << 20
-
-// Teardown timings of stdio servers (see [proc.Options]). Variables, not
-// constants, so tests of the signal path need not wait for the defaults.
-var (
-	// stdinGrace is how long a server may take to exit after its stdin was
-	// closed before it is signalled (on Unix its process group receives
-	// SIGTERM; elsewhere the process is killed).
-	stdinGrace = proc.DefaultStdinGrace
-	// termGrace is how long the group may take to exit after SIGTERM
-	// before it receives SIGKILL.
-	termGrace = proc.DefaultTermGrace
-)
+const DefaultMaxMessageSize = 16 << 20
 
 // stdioTransport starts a server process and speaks newline-delimited
 // JSON-RPC on its stdin and stdout. The process, and what it starts,
@@ -49,6 +38,18 @@ type stdioTransport struct {
 	// session is the id of the session the process is started for,
 	// carried in its environment (see [proc.SessionEnv]).
 	session string
+	// stdinGrace and termGrace are the teardown timings of the process
+	// (see [proc.Options]).
+	stdinGrace, termGrace time.Duration
+}
+
+// Process returns the process started by a stdio transport that [New]
+// returned (nil before its Connect, and for any other transport).
+func Process(t mcp.Transport) *proc.Process {
+	if st, ok := t.(*stdioTransport); ok {
+		return st.proc
+	}
+	return nil
 }
 
 // Connect starts the process. It is called once, by the go-sdk client.
@@ -56,7 +57,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.proc != nil {
 		return nil, errors.New("stdio transport: already connected")
 	}
-	p, err := proc.Start(t.command, t.args, t.env, t.dir, &proc.Options{StdinGrace: stdinGrace, TermGrace: termGrace, Session: t.session})
+	p, err := proc.Start(t.command, t.args, t.env, t.dir, &proc.Options{StdinGrace: t.stdinGrace, TermGrace: t.termGrace, Session: t.session})
 	if err != nil {
 		return nil, fmt.Errorf("start %q: %w", t.command, err)
 	}
@@ -67,7 +68,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	limit := t.maxMessage
 	if limit <= 0 {
-		limit = defaultMaxMessageSize
+		limit = DefaultMaxMessageSize
 	}
 	lines := proc.NewJSONLines(p.Stdout(), t.server, limit, p.Stderr(), log)
 	// The filter bounds every line it passes, and answers a request whose

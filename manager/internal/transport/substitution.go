@@ -1,4 +1,4 @@
-package manager
+package transport
 
 import (
 	"context"
@@ -41,26 +41,27 @@ type Expander interface {
 	Expand(value string) (expanded string, subst []string)
 }
 
-// noResolver is the default [Resolver]: every value is used literally.
-type noResolver struct{}
+// NoResolver is the default [Resolver]: every value is used literally.
+type NoResolver struct{}
 
 // Resolve returns value unchanged.
-func (noResolver) Resolve(_ context.Context, value string) (string, error) { return value, nil }
+func (NoResolver) Resolve(_ context.Context, value string) (string, error) { return value, nil }
 
-var _ Resolver = noResolver{}
+var _ Resolver = NoResolver{}
 
-// resolved is one connect attempt's substituted configuration. Every
+// Resolved is one connect attempt's substituted configuration. Every
 // substituted value is a secret: it goes to the child process or the HTTP
 // request and nowhere else.
-type resolved struct {
-	// cfg is the configuration with its command, arguments, URL and
+type Resolved struct {
+	// Cfg is the configuration with its command, arguments, URL and
 	// working directory expanded (see [Expander]); its env and headers are
 	// the unresolved ones.
-	cfg     events.ServerConfig
-	env     map[string]string
-	headers map[string]string
-	// oauth is the OAuth handler of a streamable HTTP connect (nil: none).
-	oauth auth.OAuthHandler
+	Cfg events.ServerConfig
+	// Env and Headers are the resolved env and header values.
+	Env     map[string]string
+	Headers map[string]string
+	// OAuth is the OAuth handler of a streamable HTTP connect (nil: none).
+	OAuth auth.OAuthHandler
 	// scrub replaces every resolved value, every configured value and
 	// every credential-like value of the inherited environment inside a
 	// text with [events.Redacted].
@@ -73,11 +74,11 @@ type resolved struct {
 // scrubOAuth replaces the tokens and secrets that the connection's OAuth
 // handler has seen so far in s; they change as tokens are refreshed, so
 // they are asked for each time.
-func (r resolved) scrubOAuth(s string) string {
-	if r.oauth == nil {
+func (r Resolved) scrubOAuth(s string) string {
+	if r.OAuth == nil {
 		return s
 	}
-	for _, secret := range oauth.Secrets(r.oauth) {
+	for _, secret := range oauth.Secrets(r.OAuth) {
 		s = strings.ReplaceAll(s, secret, events.Redacted)
 	}
 	return s
@@ -91,11 +92,11 @@ var schemeCredential = regexp.MustCompile(`^\s*[A-Za-z][A-Za-z0-9_-]*\s+(\S+)\s*
 // values ("1", "on") would garble messages without protecting anything.
 const minSecretLen = 4
 
-// resolveConfig substitutes cfg through r: the env and header values, and
+// Resolve substitutes cfg through r: the env and header values, and
 // (when r is an [Expander]) the references in the command, arguments, URL
 // and working directory. An env or header entry whose resolution fails is
 // omitted and the reason logged (without the value).
-func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, r Resolver, log *slog.Logger) resolved {
+func Resolve(ctx context.Context, server string, cfg events.ServerConfig, r Resolver, log *slog.Logger) Resolved {
 	// Clipped: appending must not write into the shared slice.
 	secrets := slices.Clip(processSecrets.of(os.Environ()))
 	// Literal credentials in the arguments and the URL path are passed as
@@ -125,14 +126,14 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 		}
 		return out
 	}
-	res := resolved{cfg: cfg.Clone(), env: do("env", cfg.Env), headers: do("header", cfg.Headers)}
+	res := Resolved{Cfg: cfg.Clone(), Env: do("env", cfg.Env), Headers: do("header", cfg.Headers)}
 	if x, ok := r.(Expander); ok {
 		expand := func(v string) string {
 			out, subst := x.Expand(v)
 			secrets = append(secrets, subst...)
 			return out
 		}
-		c := &res.cfg
+		c := &res.Cfg
 		c.Command, c.URL, c.Cwd = expand(c.Command), expand(c.URL), expand(c.Cwd)
 		for i, a := range c.Args {
 			c.Args[i] = expand(a)
@@ -141,7 +142,7 @@ func resolveConfig(ctx context.Context, server string, cfg events.ServerConfig, 
 			o.ClientID = expand(o.ClientID)
 		}
 	}
-	if o := res.cfg.OAuth; o != nil {
+	if o := res.Cfg.OAuth; o != nil {
 		// The client secret and key are resolved like header values.
 		for _, p := range []*string{&o.ClientSecret, &o.PrivateKey} {
 			if *p == "" {
@@ -216,9 +217,9 @@ func newScrubber(secrets []string) *strings.Replacer {
 	return strings.NewReplacer(pairs...)
 }
 
-// scrubText removes resolved secrets and credential-like parameters from a
+// ScrubText removes resolved secrets and credential-like parameters from a
 // text that may be recorded.
-func (r resolved) scrubText(s string) string {
+func (r Resolved) ScrubText(s string) string {
 	if r.scrub != nil {
 		s = r.scrub.Replace(s)
 	}

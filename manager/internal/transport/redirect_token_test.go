@@ -1,4 +1,4 @@
-package manager
+package transport
 
 import (
 	"bufio"
@@ -292,7 +292,7 @@ func connectWithToken(t *testing.T, cfg events.ServerConfig, roots *x509.CertPoo
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := newTransport(cfg.Name, cfg, resolved{cfg: cfg, oauth: a.Handler(cfg.Name, cfg, nil)}, "")
+	tr, err := New(cfg.Name, cfg, Resolved{Cfg: cfg, OAuth: a.Handler(cfg.Name, cfg, nil)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

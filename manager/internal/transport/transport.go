@@ -1,15 +1,17 @@
-package manager
+package transport
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,17 +20,36 @@ import (
 	"github.com/mcplife/mcplife/oauth"
 )
 
-// dialer builds the transport of one connect attempt. The default is
-// [newTransport]; tests of the lifecycle swap in in-memory transports.
-type dialer func(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error)
+// Options are what a transport needs of the manager that opens it.
+type Options struct {
+	// Cwd is the working directory of a stdio server whose config names
+	// none, and the directory a relative one is resolved against.
+	Cwd string
+	// Log is the server's logger (nil: discard): lines a stdio server
+	// wrote to stdout that are not JSON-RPC, and messages nested too deep.
+	Log *slog.Logger
+	// MaxMessageSize is the longest line of a stdio server's stdout that
+	// is passed on (0: [DefaultMaxMessageSize]; see [proc.JSONLines]).
+	MaxMessageSize int
+	// Session is the id of the session a stdio server is started for,
+	// carried in its environment (see [proc.SessionEnv]).
+	Session string
+	// StdinGrace and TermGrace are the teardown timings of a stdio server
+	// (see [proc.Options]; 0: its defaults).
+	StdinGrace, TermGrace time.Duration
+}
 
-// newTransport returns the go-sdk transport for cfg: a child process for
+// New returns the go-sdk transport for cfg: a child process for
 // stdio, streamable HTTP, or legacy HTTP+SSE. Header values and the OAuth
 // token are sent with every HTTP request to the origin of cfg.URL, and
-// with no other.
-func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string) (mcp.Transport, error) {
+// with no other. o may be nil.
+func New(name string, cfg events.ServerConfig, res Resolved, o *Options) (mcp.Transport, error) {
+	if o == nil {
+		o = &Options{}
+	}
 	switch t := cfg.Transport(); t {
 	case events.TransportStdio:
+		cwd := o.Cwd
 		dir := cwd
 		if cfg.Cwd != "" {
 			dir = cfg.Cwd
@@ -42,22 +63,26 @@ func newTransport(name string, cfg events.ServerConfig, res resolved, cwd string
 			}
 		}
 		env := os.Environ()
-		for _, k := range slices.Sorted(maps.Keys(res.env)) {
-			env = append(env, k+"="+res.env[k]) // later entries win
+		for _, k := range slices.Sorted(maps.Keys(res.Env)) {
+			env = append(env, k+"="+res.Env[k]) // later entries win
 		}
-		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir}, nil
+		return &stdioTransport{command: cfg.Command, args: slices.Clone(cfg.Args), env: env, dir: dir,
+			log: o.Log, server: name, maxMessage: o.MaxMessageSize, session: o.Session,
+			stdinGrace: o.StdinGrace, termGrace: o.TermGrace}, nil
 	case events.TransportHTTP:
-		client, pool, depth := httpClient(name, cfg.URL, res.headers, false)
-		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries, OAuthHandler: res.oauth}, pool: pool, depth: depth}, nil
+		client, pool, depth := httpClient(name, cfg.URL, res.Headers, false)
+		depth.log = o.Log
+		return &pooledTransport{Transport: &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: httpStreamRetries, OAuthHandler: res.OAuth}, pool: pool, depth: depth}, nil
 	case events.TransportSSE:
-		client, pool, depth := httpClient(name, cfg.URL, res.headers, true)
-		if res.oauth != nil {
+		client, pool, depth := httpClient(name, cfg.URL, res.Headers, true)
+		depth.log = o.Log
+		if res.OAuth != nil {
 			// The go-sdk's SSE client takes no OAuth handler: its HTTP
 			// client authorizes each request instead, sending the token to
 			// the configured origin only. Requests addressed to another
 			// origin are refused below it, and redirects to one followed
 			// without the token.
-			client.Transport = oauth.Transport(client.Transport, res.oauth)
+			client.Transport = oauth.Transport(client.Transport, res.OAuth)
 		}
 		return &pooledTransport{Transport: &sseTransport{inner: &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: client}}, pool: pool, depth: depth}, nil
 	default:
@@ -114,11 +139,31 @@ func httpClient(name, endpoint string, headers map[string]string, sse bool) (*ht
 // pooledTransport is an HTTP transport together with its connection pool.
 // The connection it returns is the inner transport's own (the go-sdk
 // relies on its optional methods); the manager closes the pool's idle
-// connections after closing the session.
+// connections after closing the session (see [Pool]).
 type pooledTransport struct {
 	mcp.Transport
 	pool  *http.Transport
-	depth *depthTransport // gets the server's logger before Connect
+	depth *depthTransport // has the server's logger
+}
+
+// Pool returns the connection pool of an HTTP transport that [New]
+// returned, whose idle connections are to be closed after the session;
+// nil for any other transport.
+func Pool(t mcp.Transport) *http.Transport {
+	if pt, ok := t.(*pooledTransport); ok {
+		return pt.pool
+	}
+	return nil
+}
+
+// Streamable returns the go-sdk streamable HTTP transport inside t, when
+// t is one that [New] returned for a streamable HTTP server.
+func Streamable(t mcp.Transport) (*mcp.StreamableClientTransport, bool) {
+	if pt, ok := t.(*pooledTransport); ok {
+		st, ok := pt.Transport.(*mcp.StreamableClientTransport)
+		return st, ok
+	}
+	return nil, false
 }
 
 // sseTransport is the legacy HTTP+SSE transport with its event stream
@@ -176,16 +221,4 @@ func (c *sseConn) Close() error {
 	err := c.Connection.Close()
 	c.cancel()
 	return err
-}
-
-// dialHost opens s's transport with Options.Dial. A nil transport without
-// an error is the host's bug, reported as a connect error of s.
-func (m *Manager) dialHost(ctx context.Context, s *server, res resolved) (mcp.Transport, error) {
-	cfg := res.cfg.Clone()
-	cfg.Env, cfg.Headers = res.env, res.headers
-	t, err := m.opts.Dial(ctx, cfg)
-	if err == nil && t == nil {
-		err = errors.New("Options.Dial returned no transport")
-	}
-	return t, err
 }

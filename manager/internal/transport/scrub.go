@@ -1,4 +1,4 @@
-package manager
+package transport
 
 import (
 	"bytes"
@@ -77,22 +77,34 @@ func newListScrubber(secrets []string) *strings.Replacer {
 
 // scrubListed removes the connection's secrets and credential-like pairs
 // from a server-supplied text that is recorded.
-func (r resolved) scrubListed(s string) string {
+func (r Resolved) scrubListed(s string) string {
 	if r.lists != nil {
 		s = r.lists.Replace(s)
 	}
 	return events.RedactText(r.scrubOAuth(s))
 }
 
-// scrubListedURL is scrubListed for a URI, whose credential-like query
-// parameters and user info are redacted as well.
-func (r resolved) scrubListedURL(s string) string {
+// ScrubMessage removes the connection's secrets from a JSON-RPC message
+// that is recorded in a transcript: every resolved and configured value
+// and credential-like pairs (as [Resolved.ScrubText] does), and the
+// secrets in their JSON-escaped forms.
+func (r Resolved) ScrubMessage(s string) string {
+	if r.lists != nil {
+		s = r.lists.Replace(s)
+	}
+	return r.ScrubText(s)
+}
+
+// ScrubListedURL scrubs a server-supplied URI that is recorded, like the
+// other server-supplied texts; its credential-like query parameters and
+// user info are redacted as well.
+func (r Resolved) ScrubListedURL(s string) string {
 	return events.RedactURL(r.scrubListed(s))
 }
 
 // scrubListedJSON returns raw with the string values and keys scrubbed
 // (scrubListed); raw itself, byte for byte, when nothing in it needs it.
-func (r resolved) scrubListedJSON(raw json.RawMessage) json.RawMessage {
+func (r Resolved) scrubListedJSON(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || r.scrubListed(string(raw)) == string(raw) {
 		return raw
 	}
@@ -111,7 +123,7 @@ func (r resolved) scrubListedJSON(raw json.RawMessage) json.RawMessage {
 	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
-func (r resolved) scrubJSONValue(v any) any {
+func (r Resolved) scrubJSONValue(v any) any {
 	switch v := v.(type) {
 	case string:
 		return r.scrubListed(v)
@@ -129,17 +141,17 @@ func (r resolved) scrubJSONValue(v any) any {
 	return v
 }
 
-// scrubConnected scrubs the server-supplied texts of a ServerConnected.
-func (r resolved) scrubConnected(e *events.ServerConnected) {
+// ScrubConnected scrubs the server-supplied texts of a ServerConnected.
+func (r Resolved) ScrubConnected(e *events.ServerConnected) {
 	e.PeerName, e.PeerVersion = r.scrubListed(e.PeerName), r.scrubListed(e.PeerVersion)
 	e.Instructions = r.scrubListed(e.Instructions)
 	e.Capabilities = r.scrubListedJSON(e.Capabilities)
 }
 
-// scrubTools returns defs scrubbed for the record, and the server's own
+// ScrubTools returns defs scrubbed for the record, and the server's own
 // name of each tool whose recorded name scrubbing changed (nil when none).
 // defs is not modified.
-func (r resolved) scrubTools(defs []events.ToolDef) ([]events.ToolDef, map[string]string) {
+func (r Resolved) ScrubTools(defs []events.ToolDef) ([]events.ToolDef, map[string]string) {
 	var live map[string]string
 	out := make([]events.ToolDef, len(defs))
 	for i, d := range defs {
@@ -161,10 +173,10 @@ func (r resolved) scrubTools(defs []events.ToolDef) ([]events.ToolDef, map[strin
 	return out, live
 }
 
-// scrubResources scrubs the resources and templates of a ResourcesListed
+// ScrubResources scrubs the resources and templates of a ResourcesListed
 // in place and returns the server's own URI of each resource (and URI
 // template) whose recorded form scrubbing changed (nil when none).
-func (r resolved) scrubResources(e *events.ResourcesListed) map[string]string {
+func (r Resolved) ScrubResources(e *events.ResourcesListed) map[string]string {
 	var live map[string]string
 	keep := func(recorded, own string) {
 		if recorded == own {
@@ -179,7 +191,7 @@ func (r resolved) scrubResources(e *events.ResourcesListed) map[string]string {
 	}
 	for i := range e.Resources {
 		d := &e.Resources[i]
-		uri := r.scrubListedURL(d.URI)
+		uri := r.ScrubListedURL(d.URI)
 		keep(uri, d.URI)
 		d.URI, d.Name, d.Title, d.Description = uri, r.scrubListed(d.Name), r.scrubListed(d.Title), r.scrubListed(d.Description)
 		d.MIMEType = r.scrubListed(d.MIMEType)
@@ -196,10 +208,10 @@ func (r resolved) scrubResources(e *events.ResourcesListed) map[string]string {
 	return live
 }
 
-// scrubPrompts scrubs the prompts of a PromptsListed in place and returns
+// ScrubPrompts scrubs the prompts of a PromptsListed in place and returns
 // the server's own name of each prompt whose recorded name scrubbing
 // changed (nil when none).
-func (r resolved) scrubPrompts(e *events.PromptsListed) map[string]string {
+func (r Resolved) ScrubPrompts(e *events.PromptsListed) map[string]string {
 	var live map[string]string
 	for i := range e.Prompts {
 		p := &e.Prompts[i]
@@ -220,30 +232,3 @@ func (r resolved) scrubPrompts(e *events.PromptsListed) map[string]string {
 	}
 	return live
 }
-
-// liveNames maps the recorded form of a connection's tool names, resource
-// URIs and prompt names back to the server's own, for those that
-// scrubbing changed. Its maps are replaced, never modified, under m.mu.
-type liveNames struct {
-	tools, resources, prompts map[string]string
-}
-
-// own returns the server's own form of recorded in names, or recorded
-// itself when scrubbing did not change it.
-func own(names map[string]string, recorded string) string {
-	if v, ok := names[recorded]; ok {
-		return v
-	}
-	return recorded
-}
-
-// liveName returns the server's own form of a tool name, resource URI or
-// prompt name (picked by which) that the session knows from the record.
-func (m *Manager) liveName(lc *liveConn, which func(*liveNames) map[string]string, recorded string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return own(which(&lc.names), recorded)
-}
-
-func resourceNames(n *liveNames) map[string]string { return n.resources }
-func promptNames(n *liveNames) map[string]string   { return n.prompts }
