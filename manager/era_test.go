@@ -650,3 +650,75 @@ func BenchmarkEraConnect(b *testing.B) {
 		})
 	}
 }
+
+// A connection that drops comes back without a probe while the record is
+// fresh: the reconnect answers server/discover from it too.
+func TestEraReconnectUsesRecord(t *testing.T) {
+	e := newEraEnv(t)
+	w := &wire{}
+	srv := eraServer(w, 60_000, nil)
+	e.connect(modernCfg, srv, manager.Options{})
+	w.take()
+
+	sessions := make(chan *mcp.ServerSession, 2)
+	m, err := manager.New(e.j, "era-reconnect", &manager.Options{
+		Gate: time.Minute, Cwd: t.TempDir(),
+		Reconnect: manager.ReconnectPolicy{Initial: time.Millisecond, NoJitter: true},
+		Dial: func(ctx context.Context, _ events.ServerConfig) (mcp.Transport, error) {
+			s, c := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(ctx, s, nil)
+			if err != nil {
+				return nil, err
+			}
+			select {
+			case sessions <- ss:
+			default: // only the first is ended
+			}
+			return c, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	ctx := t.Context()
+	updates, err := m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := m.ConnectServers(ctx, []events.ServerConfig{modernCfg}, nil); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	(<-sessions).Close() // the server ends the connection
+	stored := func() []events.Event {
+		if err := e.j.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var out []events.Event
+		for env, err := range e.st.ReadStream(ctx, "era-reconnect", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := events.Decode(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ev)
+		}
+		return out
+	}
+	for range updates {
+		evs := stored()
+		if slices.ContainsFunc(evs, func(ev events.Event) bool {
+			l, ok := ev.(*events.ToolsListed)
+			return ok && l.Cause == events.CauseReconnect
+		}) {
+			wantCounts(t, "connect and reconnect", w.take(), map[string]int{"tools/list": 2})
+			if got := eras(evs); len(got) != 0 {
+				t.Errorf("%v", describe(evs))
+			}
+			return
+		}
+	}
+	t.Fatal("no reconnect")
+}
