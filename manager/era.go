@@ -180,24 +180,40 @@ func (ec *eraConnect) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		res, err := next(ctx, method, req)
-		ec.firstAnswer(err)
+		ec.firstAnswer(method, err)
 		return res, err
 	}
 }
 
 // firstAnswer checks the answer to the first request after a local
 // discover: a "method not found" says the server is not the modern
-// server the record describes.
-func (ec *eraConnect) firstAnswer(err error) {
+// server the record describes, unless the record says it has no such
+// feature (a tools/list to a server without tools).
+func (ec *eraConnect) firstAnswer(method string, err error) {
 	ec.mu.Lock()
+	defer ec.mu.Unlock()
 	if !ec.answered || ec.checked {
-		ec.mu.Unlock()
 		return
 	}
 	ec.checked = true
 	var we *jsonrpc.Error
-	ec.contradicted = errors.As(err, &we) && (we.Code == jsonrpc.CodeMethodNotFound || legacyOnlyRefusal(we))
-	ec.mu.Unlock()
+	if !errors.As(err, &we) {
+		return
+	}
+	switch {
+	case legacyOnlyRefusal(we):
+		ec.contradicted = true
+	case we.Code == jsonrpc.CodeMethodNotFound:
+		ec.contradicted = method != "tools/list" || ec.recordHasTools()
+	}
+}
+
+// recordHasTools reports whether the record says the server has tools.
+func (ec *eraConnect) recordHasTools() bool {
+	var caps struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	return ec.rec.Discover != nil && json.Unmarshal(ec.rec.Discover.Capabilities, &caps) == nil && len(caps.Tools) > 0 && string(caps.Tools) != "null"
 }
 
 // answeredLocally reports whether server/discover was answered from the

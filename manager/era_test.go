@@ -722,3 +722,32 @@ func TestEraReconnectUsesRecord(t *testing.T) {
 	}
 	t.Fatal("no reconnect")
 }
+
+// A "method not found" to the tools/list of a server whose record says it
+// has no tools is its answer, not a contradiction: no probe follows.
+func TestEraNoToolsIsNoContradiction(t *testing.T) {
+	e := newEraEnv(t)
+	w := &wire{}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notools", Version: "1"}, &mcp.ServerOptions{
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = 60_000 },
+	})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			w.count(method)
+			if method == "tools/list" {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no tools"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	first, _ := e.connect(modernCfg, srv, manager.Options{})
+	if got := eras(first); len(got) != 1 || strings.Contains(string(got[0].Discover.Capabilities), `"tools"`) {
+		t.Fatalf("%v", describe(first))
+	}
+	w.take()
+	second, _ := e.connect(modernCfg, srv, manager.Options{})
+	wantCounts(t, "second", w.take(), map[string]int{"tools/list": 1})
+	if !slices.ContainsFunc(second, func(ev events.Event) bool { return ev.Type() == events.TypeToolsListFailed }) {
+		t.Errorf("%v", describe(second))
+	}
+}
