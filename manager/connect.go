@@ -15,6 +15,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
 	"github.com/mcplife/mcplife/manager/internal/transport"
+	"github.com/mcplife/mcplife/projector"
 )
 
 // ConnectServers connects the given servers in parallel (for each:
@@ -171,6 +172,10 @@ func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 		done:      make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(m.ctx)
+	// Only a remote server may use OAuth: any other's context is none.
+	if t := cfg.Transport(); m.auth.a == nil || (t != events.TransportHTTP && t != events.TransportSSE) {
+		s.authKnown = true
+	}
 	return s
 }
 
@@ -369,12 +374,22 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		m.wg.Go(func() { m.setServerLogLevel(s, c) }) // beside the first tools/list, not before it
 	}
 
+	// A list still fresh in the cache stands for the first tools/list of
+	// a connection whose protocol has cache hints; a list_changed on the
+	// connection re-lists as ever.
 	listStart := m.now()
-	var defs []events.ToolDef
-	if f := lc.first; f != nil { // listed by the connect
-		listStart, defs, err = f.start, f.defs, f.err
+	var (
+		defs      []events.ToolDef
+		hints     events.CacheHints
+		cached    projector.Cached[[]events.ToolDef]
+		fromCache bool
+	)
+	if f := lc.first; f != nil { // listed by the connect (era.go)
+		listStart, defs, hints, err = f.start, f.defs, f.hints, f.err
+	} else if cached, fromCache = m.freshTools(s, lc); fromCache {
+		defs, hints, err = cached.List, cached.Hints, m.takeList(s, len(cached.List))
 	} else {
-		defs, err = m.listTools(lc.ctx, s, lc)
+		defs, hints, err = m.listTools(lc.ctx, s, lc)
 	}
 	m.mu.Lock()
 	closing := s.ending()
@@ -404,6 +419,10 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 			cause = events.CauseLate
 		}
 		listed := m.listed(s, lc, defs, m.now().Sub(listStart), cause)
+		listed.CacheHints = hints
+		if fromCache {
+			listed.Cause, listed.CacheAge, listed.Duration = events.CauseCache, cached.Age, 0
+		}
 		last = listed.ToolsHash
 		m.emitDeferred("", listed)
 	}
@@ -475,6 +494,9 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	}
 	if err == nil {
 		res.OAuth = m.oauthHandler(s, res.Cfg)
+		if res.OAuth != nil {
+			m.knownAuthContext(s, m.authContext(ctx, res.Cfg.URL))
+		}
 		if m.opts.Dial != nil {
 			t, err = m.dialHost(ctx, s, res)
 		} else {
@@ -547,13 +569,21 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 		return nil, m.connectError(s, res, p, err)
 	}
 	lc.cs, lc.proc = cs, p
+	if res.OAuth != nil && carriesHints(cs) {
+		// The connect may have obtained or refreshed the token; a
+		// connection without cache hints lists nothing private.
+		lc.authContext = m.authContext(ctx, res.Cfg.URL)
+		m.knownAuthContext(s, lc.authContext)
+	}
 	lc.setLevel, lc.logsPerRequest = m.askForLogs(cs)
 	lc.era = ec.detected(s, res, cs.InitializeResult())
-	if ec.answeredLocally() {
+	if _, fresh := m.freshTools(s, lc); ec.answeredLocally() && !fresh {
 		// The record stood in for server/discover: the first tools/list
-		// checks it before the connection is reported.
+		// checks it before the connection is reported. (With a fresh
+		// tool list too, the connect makes no request, and the first
+		// one made later checks it: see the late path below.)
 		f := &firstList{start: m.now()}
-		f.defs, f.err = m.listTools(lc.ctx, s, lc)
+		f.defs, f.hints, f.err = m.listTools(lc.ctx, s, lc)
 		if ec.localContradicted() {
 			lc.cancel()
 			cs.Close()
@@ -564,6 +594,15 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 			return nil, errEraContradicted
 		}
 		lc.first = f
+	}
+	if ec.answeredLocally() {
+		// A contradiction found later ends the connection; its
+		// reconnect probes.
+		ec.armLate(func() {
+			s.eraProbe.Store(true)
+			m.log.Warn("MCP server contradicted its recorded era; reconnecting with a probe", "server", s.name)
+			lc.cs.Close()
+		})
 	}
 	return lc, nil
 }

@@ -90,6 +90,11 @@ type eraConnect struct {
 	answered     bool  // server/discover was answered from the record
 	checked      bool  // the first request after that came back
 	contradicted bool
+	// features are the features the record says the server has.
+	features map[string]bool
+	// late, set once the connect returned without checking the record,
+	// is called when the first request after it contradicts the record.
+	late func()
 }
 
 // planEra returns the era plan of a connect of s offering pv, nil when
@@ -100,7 +105,7 @@ func (m *Manager) planEra(s *server, pv string, probe bool) *eraConnect {
 		return nil
 	}
 	ec := &eraConnect{}
-	if probe {
+	if s.eraProbe.Swap(false) || probe {
 		return ec
 	}
 	rec, ok := m.cache.LookupEra(m.j.Host(), s.name, s.hash, m.now())
@@ -112,7 +117,7 @@ func (m *Manager) planEra(s *server, pv string, probe bool) *eraConnect {
 	case rec.Era == events.EraLegacy:
 		ec.legacy = true
 	case rec.Era == events.EraModern && rec.Fresh && rec.Discover != nil && ec.localAnswer() != nil:
-		ec.local = true
+		ec.local, ec.features = true, features(rec.Discover.Capabilities)
 	}
 	return ec
 }
@@ -186,34 +191,52 @@ func (ec *eraConnect) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // firstAnswer checks the answer to the first request after a local
-// discover: a "method not found" says the server is not the modern
-// server the record describes, unless the record says it has no such
-// feature (a tools/list to a server without tools).
+// discover that asks for a feature the record says the server has (tools,
+// resources, prompts; not ping, which the modern era dropped): a "method
+// not found", or an unsupported-version error listing no modern version,
+// says the server is not the modern server the record describes. A
+// contradiction after the connect calls late.
 func (ec *eraConnect) firstAnswer(method string, err error) {
+	feature, _, _ := strings.Cut(method, "/")
 	ec.mu.Lock()
-	defer ec.mu.Unlock()
-	if !ec.answered || ec.checked {
+	if !ec.answered || ec.checked || !ec.features[feature] {
+		ec.mu.Unlock()
 		return
 	}
 	ec.checked = true
 	var we *jsonrpc.Error
-	if !errors.As(err, &we) {
-		return
-	}
-	switch {
-	case legacyOnlyRefusal(we):
-		ec.contradicted = true
-	case we.Code == jsonrpc.CodeMethodNotFound:
-		ec.contradicted = method != "tools/list" || ec.recordHasTools()
+	ec.contradicted = errors.As(err, &we) && (we.Code == jsonrpc.CodeMethodNotFound || legacyOnlyRefusal(we))
+	late := ec.late
+	ec.mu.Unlock()
+	if ec.contradicted && late != nil {
+		late()
 	}
 }
 
-// recordHasTools reports whether the record says the server has tools.
-func (ec *eraConnect) recordHasTools() bool {
-	var caps struct {
-		Tools json.RawMessage `json:"tools"`
+// armLate sets what a contradiction found after the connect does, when
+// the connect made no request that checked the record.
+func (ec *eraConnect) armLate(f func()) {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	if !ec.checked {
+		ec.late = f
 	}
-	return ec.rec.Discover != nil && json.Unmarshal(ec.rec.Discover.Capabilities, &caps) == nil && len(caps.Tools) > 0 && string(caps.Tools) != "null"
+}
+
+// features returns the features (capability names) the recorded
+// capabilities caps name.
+func features(caps json.RawMessage) map[string]bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(caps, &m) != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for k, v := range m {
+		if string(v) != "null" {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // answeredLocally reports whether server/discover was answered from the
@@ -361,5 +384,6 @@ func sameEra(rec projector.Era, ev *events.ServerEraDetected) bool {
 type firstList struct {
 	start time.Time
 	defs  []events.ToolDef
+	hints events.CacheHints
 	err   error
 }

@@ -75,13 +75,17 @@ func (w *wire) take() map[string]int {
 // ttlMs is its server/discover result's. refuse, when set, answers a
 // request with an error before the server sees it.
 func eraServer(w *wire, ttlMs int, refuse func(method string, req mcp.Request) *jsonrpc.Error) *mcp.Server {
+	return cacheableServer(w, func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+		if _, ok := req.GetParams().(*mcp.DiscoverParams); ok {
+			c.TTLMs = ttlMs
+		}
+	}, refuse)
+}
+
+// cacheableServer is eraServer with the cache hints setCacheable gives.
+func cacheableServer(w *wire, setCacheable func(context.Context, mcp.Request, *mcp.Cacheable), refuse func(method string, req mcp.Request) *jsonrpc.Error) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "eraserver", Version: "2.0"}, &mcp.ServerOptions{
-		Instructions: "call echo",
-		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
-			if _, ok := req.GetParams().(*mcp.DiscoverParams); ok {
-				c.TTLMs = ttlMs
-			}
-		},
+		Instructions: "call echo", SetCacheable: setCacheable,
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo"}}}, nil, nil
@@ -750,4 +754,79 @@ func TestEraNoToolsIsNoContradiction(t *testing.T) {
 	if !slices.ContainsFunc(second, func(ev events.Event) bool { return ev.Type() == events.TypeToolsListFailed }) {
 		t.Errorf("%v", describe(second))
 	}
+}
+
+// A fresh modern record and a fresh tool list: the connect sends nothing.
+// When the server turned legacy, the first request made later (a call)
+// gets "method not found"; the connection is ended and its reconnect
+// probes, and the server is recorded legacy.
+func TestEraLateContradiction(t *testing.T) {
+	e := newEraEnv(t)
+	w := &wire{}
+	hour := func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = 3_600_000 }
+	e.connect(modernCfg, cacheableServer(w, hour, nil), manager.Options{})
+	w.take()
+
+	srv := cacheableServer(w, hour, legacyOnly)
+	m, err := manager.New(e.j, "era-late", &manager.Options{
+		Gate: time.Minute, Cwd: t.TempDir(),
+		Reconnect: manager.ReconnectPolicy{Initial: time.Millisecond, NoJitter: true},
+		Dial: func(ctx context.Context, _ events.ServerConfig) (mcp.Transport, error) {
+			s, c := mcp.NewInMemoryTransports()
+			if _, err := srv.Connect(ctx, s, nil); err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	ctx := t.Context()
+	updates, err := m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := m.ConnectServers(ctx, []events.ServerConfig{modernCfg}, nil); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	wantCounts(t, "connect", w.take(), map[string]int{})
+	tl, ok := m.Tool("mcp_srv_echo")
+	if !ok {
+		t.Fatal("no mcp_srv_echo")
+	}
+	out, err := tl.Call(ctx, nil)
+	t.Logf("call: %+v, %v", out, err)
+	for range updates {
+		if err := e.j.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var evs []events.Event
+		for env, err := range e.st.ReadStream(ctx, "era-late", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := events.Decode(env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev)
+		}
+		got := eras(evs)
+		if len(got) == 0 {
+			continue
+		}
+		t.Logf("late contradiction:\n  %s", strings.Join(describe(evs), "\n  "))
+		if got[0].Era != events.EraLegacy {
+			t.Errorf("ServerEraDetected = %+v, want legacy", got[0])
+		}
+		order(t, evs)
+		counts := w.take()
+		if counts["server/discover"] != 1 || counts["initialize"] != 1 {
+			t.Errorf("the reconnect sent %v, want one probe and initialize", counts)
+		}
+		return
+	}
+	t.Fatal("no era recorded")
 }
