@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,6 +68,10 @@ type server struct {
 	// starts a new one (m.mu).
 	calls *callGroup
 
+	// eraProbe: the server contradicted its recorded era after its
+	// connect; the next connect probes it (era.go).
+	eraProbe atomic.Bool
+
 	taskDone chan struct{} // the owner goroutine exited
 	done     chan struct{} // teardown finished and the record was removed
 }
@@ -125,6 +130,11 @@ type liveConn struct {
 	// flooded: the connection was closed for sending more than
 	// maxDeclinedRequests a second (m.mu).
 	flooded bool
+	// era is the ServerEraDetected the connect recorded before
+	// ServerConnected (nil: none); first, the tools/list the connect made
+	// itself (era.go).
+	era   *events.ServerEraDetected
+	first *firstList
 }
 
 // release closes lc.gone, once.
