@@ -409,6 +409,8 @@ var decoders = map[string]struct {
 	TypeAuthCompleted:        {1, func() Event { return new(AuthCompleted) }},
 	TypeAuthFailed:           {1, func() Event { return new(AuthFailed) }},
 	TypeServerEraDetected:    {1, func() Event { return new(ServerEraDetected) }},
+	TypeResourceRead:         {1, func() Event { return new(ResourceRead) }},
+	TypePromptRetrieved:      {1, func() Event { return new(PromptRetrieved) }},
 
 	TypeServerMessagesLimited: {1, func() Event { return new(ServerMessagesLimited) }},
 }
