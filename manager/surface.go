@@ -225,9 +225,18 @@ func (m *Manager) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	if err != nil {
 		return nil, err
 	}
+	start := m.now()
 	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: m.liveName(lc, resourceNames, uri)})
+	read := &events.ResourceRead{Server: server, URI: lc.res.ScrubListedURL(uri), Duration: m.now().Sub(start)}
 	if err != nil {
-		return nil, surfaceError(server, "resources/read", lc, err)
+		err = surfaceError(server, "resources/read", lc, err)
+		read.Error = err.Error()
+	} else if res != nil {
+		read.Contents = len(res.Contents)
+	}
+	m.emitDeferred("", read)
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -239,9 +248,18 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 	if err != nil {
 		return nil, err
 	}
+	start := m.now()
 	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: m.liveName(lc, promptNames, name), Arguments: args})
+	got := &events.PromptRetrieved{Server: server, Prompt: lc.res.ScrubText(name), Duration: m.now().Sub(start)}
 	if err != nil {
-		return nil, surfaceError(server, "prompts/get", lc, err)
+		err = surfaceError(server, "prompts/get", lc, err)
+		got.Error = err.Error()
+	} else if res != nil {
+		got.Messages = len(res.Messages)
+	}
+	m.emitDeferred("", got)
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }
