@@ -487,6 +487,8 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		copts.CreateMessageHandler = m.sampleHandler(s, lc)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.Client.Name, Version: m.opts.Client.Version}, copts)
+	client.AddSendingMiddleware(lc.answers.middleware) // first: the innermost, nearest the wire
+	transport.OnListenEnd(t, func(err error) { m.listenEnded(s, lc, err) })
 	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(m.rootsFor(s.cfg)...)
 	pv := m.opts.ProtocolVersion
