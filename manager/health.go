@@ -44,17 +44,17 @@ const (
 // checkHealth reports false when it closed the connection.
 func (m *Manager) checkHealth(s *server, lc *liveConn) bool {
 	h := m.probe(s, lc)
-	if h == healthy {
+	if h == healthOK {
 		return true
 	}
 	m.mu.Lock()
-	if h == eraChanged {
+	if h == healthOtherEra {
 		lc.eraChanged = !s.ending()
 	} else {
 		lc.unresponsive = !s.ending()
 	}
 	m.mu.Unlock()
-	if h == eraChanged {
+	if h == healthOtherEra {
 		m.log.Warn("MCP server answered a health check as a server of another protocol era; connecting again", "server", s.name)
 	} else {
 		m.log.Warn("MCP server did not answer a health check", "server", s.name)
@@ -67,9 +67,9 @@ func (m *Manager) checkHealth(s *server, lc *liveConn) bool {
 type health int
 
 const (
-	healthy      health = iota
-	unresponsive        // no answer in time, or the transport failed
-	eraChanged          // server/discover answered with an error of another era
+	healthOK       health = iota
+	healthNoAnswer        // no answer in time, or the transport failed
+	healthOtherEra        // server/discover answered with an error of another era
 )
 
 // pinglessProtocol is the first protocol version without ping: a server
@@ -98,33 +98,33 @@ func (m *Manager) probe(s *server, lc *liveConn) health {
 	if version < pinglessProtocol {
 		err := lc.cs.Ping(ctx, nil)
 		if err == nil || lc.ctx.Err() != nil {
-			return healthy // the end of the connection is serve's to notice
+			return healthOK // the end of the connection is serve's to notice
 		}
 		if e, ok := errors.AsType[*jsonrpc.Error](err); ok && e.Code == jsonrpc.CodeMethodNotFound {
-			return healthy // answers, just not to ping
+			return healthOK // answers, just not to ping
 		}
-		return unresponsive
+		return healthNoAnswer
 	}
 	res, err := mcp.CallCustomMethod[*mcp.DiscoverParams, *mcp.DiscoverResult](ctx, lc.cs, probeMethod, &mcp.DiscoverParams{})
 	switch {
 	case lc.ctx.Err() != nil:
-		return healthy
+		return healthOK
 	case err == nil:
 		if !slices.Contains(res.SupportedVersions, version) {
-			return eraChanged
+			return healthOtherEra
 		}
-		return healthy
+		return healthOK
 	}
 	if e, ok := errors.AsType[*jsonrpc.Error](err); ok {
 		if e.Code == jsonrpc.CodeMethodNotFound || e.Code == mcp.CodeUnsupportedProtocolVersion {
-			return eraChanged
+			return healthOtherEra
 		}
-		return healthy // an answer, if not a result
+		return healthOK // an answer, if not a result
 	}
 	if _, auth := needsAuthOf(err); auth {
-		return healthy // an answer about authorization, for the next call to follow
+		return healthOK // an answer about authorization, for the next call to follow
 	}
-	return unresponsive
+	return healthNoAnswer
 }
 
 // answerClock keeps when the server last answered a request other than a
