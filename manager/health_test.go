@@ -29,12 +29,18 @@ type probeServer struct {
 	legacy  bool // server/discover is answered with method not found
 	// seen gets the method of each request received and "acked" for each
 	// listen acknowledged, while it has room.
-	seen chan string
+	seen     chan string
+	sessions []*mcp.ServerSession // in memory
 }
 
-func newProbeServer() *probeServer {
+// newProbeServer returns a server with the options o (nil: none).
+func newProbeServer(o ...*mcp.ServerOptions) *probeServer {
 	ps := &probeServer{methods: map[string]int{}, seen: make(chan string, 256)}
-	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "a", Version: "1"}, nil)
+	var opts *mcp.ServerOptions
+	if len(o) > 0 {
+		opts = o[0]
+	}
+	ps.srv = mcp.NewServer(&mcp.Implementation{Name: "a", Version: "1"}, opts)
 	ps.addTool("echo")
 	ps.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -70,10 +76,25 @@ func (ps *probeServer) addTool(name string) {
 // dial connects a new session of the server in memory.
 func (ps *probeServer) dial(string, events.ServerConfig, transport.Resolved, string) (mcp.Transport, error) {
 	st, ct := mcp.NewInMemoryTransports()
-	if _, err := ps.srv.Connect(context.Background(), st, nil); err != nil {
+	ss, err := ps.srv.Connect(context.Background(), st, nil)
+	if err != nil {
 		return nil, err
 	}
+	ps.mu.Lock()
+	ps.sessions = append(ps.sessions, ss)
+	ps.mu.Unlock()
 	return ct, nil
+}
+
+// drop closes the server side of every in-memory session.
+func (ps *probeServer) drop() {
+	ps.mu.Lock()
+	ss := ps.sessions
+	ps.sessions = nil
+	ps.mu.Unlock()
+	for _, s := range ss {
+		s.Close()
+	}
 }
 
 func (ps *probeServer) see(what string) {
@@ -244,6 +265,38 @@ func TestEraErrorOnHealthCheckProbesTheEraAgain(t *testing.T) {
 		}
 		if got := lifeStory(e.decoded(), events.TypeDisconnected); len(got) != len(want) {
 			t.Errorf("more than the one reconnect: %q", got)
+		}
+	})
+}
+
+// TestHealthCheckReachesTheServer: a server whose discover result may be
+// kept for an hour is still sent every health check, also on a
+// connection made after its result was known: a check answered without
+// the server would check nothing.
+func TestHealthCheckReachesTheServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ps := newProbeServer(&mcp.ServerOptions{SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if _, ok := req.GetParams().(*mcp.DiscoverParams); ok {
+				c.TTLMs = int(time.Hour.Milliseconds())
+			}
+		}})
+		e := newProbeEnv(t, Options{ProtocolVersion: "2026-07-28", Health: HealthOptions{Interval: time.Second}}, ps)
+		defer e.close()
+		e.connect("a")
+		ps.drop()
+		time.Sleep(defaultReconnectInitial)
+		e.flush()
+		if got := lifeStory(e.decoded(), events.TypeDisconnected); len(got) < 5 || got[3] != "ServerConnected a protocol=2026-07-28 peer=a" {
+			t.Fatalf("no reconnect: %q", got)
+		}
+		before := ps.count("server/discover")
+		time.Sleep(5*time.Second + time.Second/4)
+		e.flush()
+		if n := ps.count("server/discover") - before; n != 5 {
+			t.Errorf("%d server/discover reached the server in 5 intervals after the reconnect, want 5", n)
+		}
+		if got := lifeStory(e.decoded(), events.TypeDisconnected); len(got) != 5 {
+			t.Errorf("dropped again: %q", got)
 		}
 	})
 }
