@@ -81,15 +81,15 @@ const probeMethod = "server/discover"
 
 // probe runs one health check of lc. A legacy server is pinged; one that
 // does not know ping passes. A modern one is sent server/discover on its
-// own connection (a stateless POST over streamable HTTP, with the
-// connection's headers, origin rule, OAuth token and the request _meta of
-// its protocol; a request on the pipe of a stdio server): its result
-// passes, as does any other answer (a JSON-RPC error, a request refused
+// own connection, straight to the wire (see wireTap): a stateless POST
+// over streamable HTTP, with the connection's headers, origin rule, OAuth
+// token and the request _meta of its protocol, or a request on the pipe
+// of a stdio server. Its result passes, as does any other answer (a JSON-RPC error, a request refused
 // for authorization), except an error that says the server no longer
 // speaks the connection's protocol, or a result whose supported versions
 // no longer include it. Only no answer at all counts as unresponsive.
 func (m *Manager) probe(s *server, lc *liveConn) health {
-	ctx, cancel := context.WithTimeout(lc.ctx, m.opts.Health.Timeout)
+	ctx, cancel := context.WithTimeout(probing(lc.ctx), m.opts.Health.Timeout)
 	defer cancel()
 	var version string
 	if init := lc.cs.InitializeResult(); init != nil {
@@ -127,19 +127,26 @@ func (m *Manager) probe(s *server, lc *liveConn) health {
 	return healthNoAnswer
 }
 
-// answerClock keeps when the server last answered a request other than a
-// health check with a result: a connection in use needs no check.
-type answerClock struct {
+// wireTap is the connection's place in the client's sending middleware
+// nearest the wire. It keeps when the server last answered a request
+// other than a health check with a result (a connection in use needs no
+// check), and it lets a health check go straight to the wire, past the
+// middleware added after it: a check answered on the way (from a result
+// kept of the server's discover) would check nothing.
+type wireTap struct {
+	send mcp.MethodHandler // the chain below: set when the tap is added
+
 	mu sync.Mutex
-	at time.Time // (mu) zero: never
+	at time.Time // (mu) the last answer; zero: none
 }
 
-// middleware notes the answers of the requests sent through it. It is the
-// client's innermost sending middleware, so results that never left the
-// client (the go-sdk's cache of lists, an answer made up locally) are not
-// counted. A listen request is not counted either: the go-sdk does not
+// inner is the client's first (innermost) sending middleware. It notes
+// the answers of the requests sent through it; results that never left
+// the client (the go-sdk's cache of lists, an answer made up on the way)
+// do not reach it. A listen request is not counted: the go-sdk does not
 // wait for its answer.
-func (a *answerClock) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (w *wireTap) inner(next mcp.MethodHandler) mcp.MethodHandler {
+	w.send = next
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		switch {
@@ -147,19 +154,36 @@ func (a *answerClock) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			strings.HasPrefix(method, "notifications/"):
 		default:
 			now := time.Now()
-			a.mu.Lock()
-			a.at = now
-			a.mu.Unlock()
+			w.mu.Lock()
+			w.at = now
+			w.mu.Unlock()
 		}
 		return res, err
 	}
 }
 
-// within reports whether the server answered a request within d.
-func (a *answerClock) within(d time.Duration) bool {
-	a.mu.Lock()
-	at := a.at
-	a.mu.Unlock()
+// outer is the client's last (outermost) sending middleware: a health
+// check (see probing) goes from it to the wire at once.
+func (w *wireTap) outer(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ctx.Value(probingKey{}) != nil {
+			return w.send(ctx, method, req)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// probingKey marks the context of a health check's request.
+type probingKey struct{}
+
+// probing returns ctx marked as a health check's.
+func probing(ctx context.Context) context.Context { return context.WithValue(ctx, probingKey{}, true) }
+
+// answeredWithin reports whether the server answered a request within d.
+func (w *wireTap) answeredWithin(d time.Duration) bool {
+	w.mu.Lock()
+	at := w.at
+	w.mu.Unlock()
 	return !at.IsZero() && time.Since(at) < d
 }
 

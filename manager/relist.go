@@ -54,7 +54,7 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) (dropped bool) {
 			m.recordDescendants(s, lc, seen, ids)
 			continue
 		case <-tick:
-			if !lc.answers.within(m.opts.Health.Interval) && !m.checkHealth(s, lc) {
+			if !lc.wire.answeredWithin(m.opts.Health.Interval) && !m.checkHealth(s, lc) {
 				return ended()
 			}
 			if scan == nil {

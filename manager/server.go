@@ -122,9 +122,9 @@ type liveConn struct {
 	// listenCut: the subscriptions/listen stream ended without its final
 	// response, and the connection with it (m.mu).
 	listenCut bool
-	// answers is when the server last answered a request other than a
-	// health check.
-	answers answerClock
+	// wire keeps when the server last answered a request other than a
+	// health check, and sends health checks past the client's middleware.
+	wire wireTap
 	// flooded: the connection was closed for sending more than
 	// maxDeclinedRequests a second (m.mu).
 	flooded bool
