@@ -2,8 +2,10 @@
 # The test command named in the README: format, vet, race-enabled tests.
 set -euo pipefail
 cd "$(dirname "$0")"
-# The compatibility tests run real npm MCP servers pinned in package-lock.json.
-if [ -f package-lock.json ] && [ ! -d node_modules/@modelcontextprotocol ]; then
+# The compatibility tests run real npm MCP servers pinned in package-lock.json;
+# an install older than the lock file (npm records it in
+# node_modules/.package-lock.json) is redone.
+if [ -f package-lock.json ] && { [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; }; then
   npm ci --no-audit --no-fund
 fi
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*'))

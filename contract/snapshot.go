@@ -122,6 +122,9 @@ func (s *Snapshot) Apply(env events.Envelope) {
 		}
 		s.seen(sf, env)
 	case *events.ToolsListed:
+		if e.Cause == events.CauseCache {
+			return
+		}
 		sf := s.surface(e.Server)
 		sf.Tools, sf.HasTools = e.Tools, true
 		s.seen(sf, env)

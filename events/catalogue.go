@@ -66,7 +66,11 @@ const (
 	CauseReconnect   ListCause = "reconnect"
 	// CauseCache: resources or prompts of a server still connecting,
 	// served at the startup gate from a list recorded earlier, as
-	// [CachedToolsServed] serves tools.
+	// [CachedToolsServed] serves tools; or the tools of a connection to a
+	// server of protocol 2026-07-28 or later taken from a list recorded
+	// earlier that is still fresh by its ttlMs, instead of a tools/list.
+	// Such a list repeats an earlier listing: the tool cache does not
+	// take it as a new one.
 	CauseCache ListCause = "cache"
 )
 
@@ -208,7 +212,9 @@ type ToolDef struct {
 	Icons json.RawMessage `json:"icons,omitempty"`
 }
 
-// ToolsListed is recorded when a tools/list (all pages) finished.
+// ToolsListed is recorded when a tools/list (all pages) finished, or
+// when a connection took its tools from a cached list still fresh by its
+// ttlMs (Cause "cache", CacheAge the list's age then, Duration zero).
 // ConfigHash identifies the configuration the list belongs to, so the tool
 // cache can be keyed by server and hash.
 type ToolsListed struct {
@@ -219,6 +225,7 @@ type ToolsListed struct {
 	Count      int           `json:"count"`
 	Duration   time.Duration `json:"duration"`
 	Cause      ListCause     `json:"cause"`
+	CacheAge   time.Duration `json:"cacheAge,omitempty"`
 	CacheHints
 }
 
@@ -402,6 +409,8 @@ var decoders = map[string]struct {
 	TypeAuthCompleted:        {1, func() Event { return new(AuthCompleted) }},
 	TypeAuthFailed:           {1, func() Event { return new(AuthFailed) }},
 	TypeServerEraDetected:    {1, func() Event { return new(ServerEraDetected) }},
+	TypeResourceRead:         {1, func() Event { return new(ResourceRead) }},
+	TypePromptRetrieved:      {1, func() Event { return new(PromptRetrieved) }},
 
 	TypeServerMessagesLimited: {1, func() Event { return new(ServerMessagesLimited) }},
 }

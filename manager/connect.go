@@ -15,6 +15,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
 	"github.com/mcplife/mcplife/manager/internal/transport"
+	"github.com/mcplife/mcplife/projector"
 )
 
 // ConnectServers connects the given servers in parallel (for each:
@@ -171,6 +172,10 @@ func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 		done:      make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(m.ctx)
+	// Only a remote server may use OAuth: any other's context is none.
+	if t := cfg.Transport(); m.auth.a == nil || (t != events.TransportHTTP && t != events.TransportSSE) {
+		s.authKnown = true
+	}
 	return s
 }
 
@@ -317,7 +322,11 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	}
 
 	init := lc.cs.InitializeResult()
-	connected := &events.ServerConnected{Server: s.name, Duration: m.now().Sub(begin)}
+	end := m.now()
+	if lc.first != nil {
+		end = lc.first.start
+	}
+	connected := &events.ServerConnected{Server: s.name, Duration: end.Sub(begin)}
 	if init != nil {
 		connected.ProtocolVersion = init.ProtocolVersion
 		connected.Instructions = init.Instructions
@@ -334,7 +343,11 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		connected.Pid, connected.Pgid, connected.StartTime = id.Pid, id.Pgid, id.StartTime
 	}
 	r.enter(s.name)
-	m.emitDeferred("", connected)
+	if lc.era != nil {
+		m.emitDeferred("", lc.era, connected)
+	} else {
+		m.emitDeferred("", connected)
+	}
 	r.leave()
 	m.mu.Lock()
 	if s.state == stDialing { // else a teardown began: it closes lc
@@ -361,8 +374,23 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		m.wg.Go(func() { m.setServerLogLevel(s, c) }) // beside the first tools/list, not before it
 	}
 
+	// A list still fresh in the cache stands for the first tools/list of
+	// a connection whose protocol has cache hints; a list_changed on the
+	// connection re-lists as ever.
 	listStart := m.now()
-	defs, err := m.listTools(lc.ctx, s, lc)
+	var (
+		defs      []events.ToolDef
+		hints     events.CacheHints
+		cached    projector.Cached[[]events.ToolDef]
+		fromCache bool
+	)
+	if f := lc.first; f != nil { // listed by the connect (era.go)
+		listStart, defs, hints, err = f.start, f.defs, f.hints, f.err
+	} else if cached, fromCache = m.freshTools(s, lc); fromCache {
+		defs, hints, err = cached.List, cached.Hints, m.takeList(s, len(cached.List))
+	} else {
+		defs, hints, err = m.listTools(lc.ctx, s, lc)
+	}
 	m.mu.Lock()
 	closing := s.ending()
 	m.mu.Unlock()
@@ -391,6 +419,10 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 			cause = events.CauseLate
 		}
 		listed := m.listed(s, lc, defs, m.now().Sub(listStart), cause)
+		listed.CacheHints = hints
+		if fromCache {
+			listed.Cause, listed.CacheAge, listed.Duration = events.CauseCache, cached.Age, 0
+		}
 		last = listed.ToolsHash
 		m.emitDeferred("", listed)
 	}
@@ -438,9 +470,21 @@ func (m *Manager) endRecord(s *server, err error, remove bool) {
 }
 
 // connect resolves substitutions, builds the transport and runs initialize
-// under the server's timeout. The transport is closed when initialization
-// fails. Errors are scrubbed of resolved secrets.
+// (or server/discover) under the server's timeout. The transport is closed
+// when initialization fails. Errors are scrubbed of resolved secrets. A
+// server that contradicts its recorded era is connected once more, with
+// the probe on the wire (era.go).
 func (m *Manager) connect(s *server) (*liveConn, error) {
+	lc, err := m.connectEra(s, false)
+	if errors.Is(err, errEraContradicted) {
+		lc, err = m.connectEra(s, true)
+	}
+	return lc, err
+}
+
+// connectEra is one connect of s; probe set, it ignores the era recorded
+// for the server.
+func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	ctx := s.ctx
 	res := transport.Resolve(ctx, s.name, s.cfg, m.opts.Resolver, m.log)
 	var t mcp.Transport
@@ -450,6 +494,9 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	}
 	if err == nil {
 		res.OAuth = m.oauthHandler(s, res.Cfg)
+		if res.OAuth != nil {
+			m.knownAuthContext(s, m.authContext(ctx, res.Cfg.URL))
+		}
 		if m.opts.Dial != nil {
 			t, err = m.dialHost(ctx, s, res)
 		} else {
@@ -495,6 +542,11 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 	if s.cfg.ProtocolVersion != "" {
 		pv = s.cfg.ProtocolVersion
 	}
+	ec := m.planEra(s, pv, probe)
+	if ec != nil {
+		client.AddSendingMiddleware(ec.middleware)
+		pv = ec.version(pv)
+	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if s.timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, s.timeout)
@@ -511,13 +563,50 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 			p.Terminate() // normally done by the go-sdk already
 		}
 		lc.closeIdle()
+		if ec.legacyContradicted() {
+			return nil, errEraContradicted
+		}
 		if timedOut {
 			err = &scrubbedError{msg: fmt.Sprintf("Connection to MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}
 		}
 		return nil, m.connectError(s, res, p, err)
 	}
 	lc.cs, lc.proc = cs, p
+	if res.OAuth != nil && carriesHints(cs) {
+		// The connect may have obtained or refreshed the token; a
+		// connection without cache hints lists nothing private.
+		lc.authContext = m.authContext(ctx, res.Cfg.URL)
+		m.knownAuthContext(s, lc.authContext)
+	}
 	lc.setLevel, lc.logsPerRequest = m.askForLogs(cs)
+	lc.era = ec.detected(s, res, cs.InitializeResult())
+	if _, fresh := m.freshTools(s, lc); ec.answeredLocally() && !fresh {
+		// The record stood in for server/discover: the first tools/list
+		// checks it before the connection is reported. (With a fresh
+		// tool list too, the connect makes no request, and the first
+		// one made later checks it: see the late path below.)
+		f := &firstList{start: m.now()}
+		f.defs, f.hints, f.err = m.listTools(lc.ctx, s, lc)
+		if ec.localContradicted() {
+			lc.cancel()
+			cs.Close()
+			if p != nil {
+				p.Terminate()
+			}
+			lc.closeIdle()
+			return nil, errEraContradicted
+		}
+		lc.first = f
+	}
+	if ec.answeredLocally() {
+		// A contradiction found later ends the connection; its
+		// reconnect probes.
+		ec.armLate(func() {
+			s.eraProbe.Store(true)
+			m.log.Warn("MCP server contradicted its recorded era; reconnecting with a probe", "server", s.name)
+			lc.cs.Close()
+		})
+	}
 	return lc, nil
 }
 

@@ -43,7 +43,10 @@
 // Where to look:
 //
 //	connect.go     ConnectServers, and run: the loop of one server's goroutine (connect, list, serve, drop, again)
+//	era.go         a connect at 2026-07-28 or later: the server's recorded era spares the probe, a probe's outcome is recorded
 //	gate.go        the startup gate decides ready, failed, deferred (cached) or awaited
+//	cachehints.go  lists' cache hints (ttlMs, cacheScope, a private list's authorization),
+//	               and a fresh cached tool list standing for a modern server's tools/list
 //	relist.go      serve: the select of a connected server (end of the connection, health, re-lists)
 //	drop.go        a connection ends on its own: the drop is recorded and a reconnect scheduled
 //	reconnect.go   the backoff, the crash-loop breaker, ReconnectNow

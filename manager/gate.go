@@ -143,9 +143,10 @@ func (m *Manager) gate(ctx context.Context, r *round, start time.Time) (GateOutc
 			continue
 		}
 		s := r.servers[name]
-		if tools, age, ok := m.cache.Lookup(name, s.hash, m.now()); ok {
+		// Stale lists too: a deferred list stands in until the server's own.
+		if c, ok := m.cache.LookupFor(m.viewer(s), name, s.hash, m.now()); ok {
 			outcomes[name] = events.OutcomeDeferred
-			served = append(served, &events.CachedToolsServed{Server: name, ConfigHash: s.hash, Tools: tools, Count: len(tools), CacheAge: age})
+			served = append(served, &events.CachedToolsServed{Server: name, ConfigHash: s.hash, Tools: c.List, Count: len(c.List), CacheAge: c.Age})
 			served = append(served, m.cachedSurface(s)...)
 			deferred = append(deferred, s)
 			continue
@@ -220,7 +221,7 @@ func (m *Manager) allPendingCached(r *round, names []string) bool {
 		if _, ok := r.result(name); ok {
 			continue
 		}
-		if !m.cache.Has(name, r.servers[name].hash, now) {
+		if _, ok := m.cache.LookupFor(m.viewer(r.servers[name]), name, r.servers[name].hash, now); !ok {
 			return false
 		}
 	}

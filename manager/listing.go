@@ -30,8 +30,9 @@ const (
 // timeout, by Options.MaxListPages and MaxListTools, and, once complete,
 // by what Options.MaxSessionTools leaves beside the other servers' latest
 // lists. A list that is taken counts towards the session's tools from now
-// on.
-func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]events.ToolDef, error) {
+// on. The list's cache hints are its pages' (hintsFold), none for a
+// connection whose results carry none.
+func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]events.ToolDef, events.CacheHints, error) {
 	cancel := context.CancelFunc(func() {})
 	lctx := ctx
 	if s.timeout > 0 {
@@ -39,11 +40,13 @@ func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]eve
 	}
 	defer cancel()
 	var defs []events.ToolDef
+	hints := hintsFold{off: !carriesHints(lc.cs)}
 	err := m.paginate(lctx, s, "tools/list", "tools", func(ctx context.Context, cursor string) (int, string, error) {
 		res, err := lc.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
 			return 0, "", err
 		}
+		hints.add(res.Cacheable)
 		for _, t := range res.Tools {
 			defs = append(defs, toolDef(t))
 		}
@@ -51,16 +54,16 @@ func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]eve
 	})
 	if err != nil {
 		if errors.Is(err, ErrListTooLong) {
-			return nil, err
+			return nil, events.CacheHints{}, err
 		}
 		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
-			return nil, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
+			return nil, events.CacheHints{}, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
 				msg: fmt.Sprintf("Listing tools of MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}}
 		}
-		return nil, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
+		return nil, events.CacheHints{}, &ServerError{Server: s.name, Op: OpList, Err: &scrubbedError{
 			msg: fmt.Sprintf("MCP server %q: tools/list: %s", s.name, lc.res.ScrubText(err.Error())), cause: err}}
 	}
-	return defs, m.takeList(s, len(defs))
+	return defs, hints.hints(lc), m.takeList(s, len(defs))
 }
 
 // takeList counts a complete list of n tools of s towards the session's

@@ -94,7 +94,7 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) (dropped bool) {
 		}
 		m.emitDeferred("", &events.ToolListChanged{Server: s.name})
 		start := m.now()
-		defs, err := m.listTools(lc.ctx, s, lc)
+		defs, hints, err := m.listTools(lc.ctx, s, lc)
 		if lc.ctx.Err() != nil {
 			return ended() // the list failed with the connection: no ToolsListFailed
 		}
@@ -105,6 +105,7 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) (dropped bool) {
 			continue
 		}
 		listed := m.listed(s, lc, defs, m.now().Sub(start), events.CauseListChanged)
+		listed.CacheHints = hints
 		if listed.ToolsHash == last {
 			continue
 		}

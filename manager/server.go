@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,10 +58,19 @@ type server struct {
 	// served from the cache at the gate, so the server's own listing must
 	// replace them even when it has none.
 	cachedResources, cachedPrompts bool
+	// authContext is the authorization context of the current connect
+	// (events.CacheHints AuthContext), once authKnown (m.mu): the tool
+	// cache's viewer of s is this host under it.
+	authContext string
+	authKnown   bool
 	// calls are the in-flight calls of the current connection, or of the
 	// connect they wait for; a drop waits for its connection's group and
 	// starts a new one (m.mu).
 	calls *callGroup
+
+	// eraProbe: the server contradicted its recorded era after its
+	// connect; the next connect probes it (era.go).
+	eraProbe atomic.Bool
 
 	taskDone chan struct{} // the owner goroutine exited
 	done     chan struct{} // teardown finished and the record was removed
@@ -100,6 +110,9 @@ type liveConn struct {
 	goneOnce sync.Once
 	res      transport.Resolved
 	pool     *http.Transport // HTTP and SSE only
+	// authContext is the authorization context the connection uses, that
+	// its private lists are recorded under ("" without OAuth).
+	authContext string
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
 	// logs rate-limits the server's log messages (fields under m.mu);
@@ -128,6 +141,11 @@ type liveConn struct {
 	// flooded: the connection was closed for sending more than
 	// maxDeclinedRequests a second (m.mu).
 	flooded bool
+	// era is the ServerEraDetected the connect recorded before
+	// ServerConnected (nil: none); first, the tools/list the connect made
+	// itself (era.go).
+	era   *events.ServerEraDetected
+	first *firstList
 }
 
 // release closes lc.gone, once.

@@ -80,11 +80,13 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 	defer cancel()
 	begin := m.now()
 	ev := &events.ResourcesListed{Server: s.name, ConfigHash: s.hash, Resources: []events.ResourceDef{}, Cause: cause}
+	hints := hintsFold{off: !carriesHints(lc.cs)} // of the resource and template pages together
 	err := m.paginate(ctx, s, "resources/list", "resources", func(ctx context.Context, cursor string) (int, string, error) {
 		res, err := lc.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
 			return 0, "", err
 		}
+		hints.add(res.Cacheable)
 		for _, r := range res.Resources {
 			ev.Resources = append(ev.Resources, events.ResourceDef{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
 				MIMEType: r.MIMEType, Size: r.Size, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
@@ -100,6 +102,7 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 		if err != nil {
 			return 0, "", err
 		}
+		hints.add(res.Cacheable)
 		for _, r := range res.ResourceTemplates {
 			ev.Templates = append(ev.Templates, events.ResourceTemplateDef{URITemplate: r.URITemplate, Name: r.Name, Title: r.Title,
 				Description: r.Description, MIMEType: r.MIMEType, Annotations: rawJSON(r.Annotations), Icons: rawList(r.Icons)})
@@ -112,7 +115,7 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 		m.log.Warn("MCP resources/templates/list failed", "server", s.name, "err", err)
 		return last
 	}
-	ev.Count, ev.Duration = len(ev.Resources), m.now().Sub(begin)
+	ev.Count, ev.Duration, ev.CacheHints = len(ev.Resources), m.now().Sub(begin), hints.hints(lc)
 	live := lc.res.ScrubResources(ev)
 	m.mu.Lock()
 	lc.names.resources = live
@@ -131,11 +134,13 @@ func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, l
 	defer cancel()
 	begin := m.now()
 	ev := &events.PromptsListed{Server: s.name, ConfigHash: s.hash, Prompts: []events.PromptDef{}, Cause: cause}
+	hints := hintsFold{off: !carriesHints(lc.cs)}
 	err := m.paginate(ctx, s, "prompts/list", "prompts", func(ctx context.Context, cursor string) (int, string, error) {
 		res, err := lc.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
 			return 0, "", err
 		}
+		hints.add(res.Cacheable)
 		for _, p := range res.Prompts {
 			d := events.PromptDef{Name: p.Name, Title: p.Title, Description: p.Description, Icons: rawList(p.Icons)}
 			for _, a := range p.Arguments {
@@ -149,7 +154,7 @@ func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, l
 		m.log.Warn("MCP prompts/list failed", "server", s.name, "err", lc.res.ScrubText(err.Error()))
 		return last
 	}
-	ev.Count, ev.Duration = len(ev.Prompts), m.now().Sub(begin)
+	ev.Count, ev.Duration, ev.CacheHints = len(ev.Prompts), m.now().Sub(begin), hints.hints(lc)
 	live := lc.res.ScrubPrompts(ev)
 	m.mu.Lock()
 	lc.names.prompts = live
@@ -220,9 +225,18 @@ func (m *Manager) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	if err != nil {
 		return nil, err
 	}
+	start := m.now()
 	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: m.liveName(lc, resourceNames, uri)})
+	read := &events.ResourceRead{Server: server, URI: lc.res.ScrubListedURL(uri), Duration: m.now().Sub(start)}
 	if err != nil {
-		return nil, surfaceError(server, "resources/read", lc, err)
+		err = surfaceError(server, "resources/read", lc, err)
+		read.Error = err.Error()
+	} else if res != nil {
+		read.Contents = len(res.Contents)
+	}
+	m.emitDeferred("", read)
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -234,9 +248,18 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 	if err != nil {
 		return nil, err
 	}
+	start := m.now()
 	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: m.liveName(lc, promptNames, name), Arguments: args})
+	got := &events.PromptRetrieved{Server: server, Prompt: lc.res.ScrubText(name), Duration: m.now().Sub(start)}
 	if err != nil {
-		return nil, surfaceError(server, "prompts/get", lc, err)
+		err = surfaceError(server, "prompts/get", lc, err)
+		got.Error = err.Error()
+	} else if res != nil {
+		got.Messages = len(res.Messages)
+	}
+	m.emitDeferred("", got)
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -47,7 +47,8 @@ type Options struct {
 	LoginCommand func(server string) string
 	// ClientName is the name a dynamic registration gives (default
 	// "mcplife"); ClientVersion and ProtocolVersion are sent by the MCP
-	// session a login opens (defaults "dev" and "2025-11-25").
+	// session a login opens (defaults "dev" and "2025-11-25"; a server
+	// config's ProtocolVersion wins).
 	ClientName, ClientVersion, ProtocolVersion string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -891,7 +892,15 @@ func (a *Authorizer) Login(ctx context.Context, server string, cfg events.Server
 		// authorizes each request instead.
 		t = &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: &http.Client{Transport: Transport(withHeaders, h)}}
 	}
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: a.opts.ProtocolVersion})
+	// The login's session speaks the version the config pins, as the
+	// server's own connections do: a server of the stateless protocol
+	// answers initialize at an older version with a 400, not the 401
+	// that starts the flow.
+	pv := a.opts.ProtocolVersion
+	if cfg.ProtocolVersion != "" {
+		pv = cfg.ProtocolVersion
+	}
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	if err == nil {
 		// Servers that let initialize through ask for a token on the
 		// first request that needs one.

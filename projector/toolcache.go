@@ -221,6 +221,10 @@ func (c *ToolCache) ApplyDecoded(env events.Envelope, decode func() (events.Even
 	}
 	switch e := ev.(type) {
 	case *events.ToolsListed:
+		if e.Cause == events.CauseCache {
+			c.counts.Ignored++ // a connection took a fresh cached list: no new listing
+			return
+		}
 		c.tools.put(cacheKey{e.Server, e.ConfigHash, ownerOf(env.Host, e.CacheHints)},
 			entry[[]events.ToolDef]{env.Seq, env.Time, e.Tools, len(e.Tools), e.CacheHints})
 	case *events.ResourcesListed:

@@ -134,3 +134,23 @@ func TestToolCacheErasAndCheckpoint(t *testing.T) {
 		t.Errorf("a restored cache checkpoints other bytes:\n%s", diff)
 	}
 }
+
+// A tool list a connection took from the cache (cause cache) repeats an
+// earlier listing: it neither renews the list's freshness nor replaces
+// it, so a list is fresh for its own ttlMs from when it was listed, however
+// often it is reused.
+func TestToolCacheIgnoresToolsTakenFromTheCache(t *testing.T) {
+	c := NewToolCache()
+	c.Apply(hinted(1, t0, "h1", "srv", events.CacheHints{TTLMs: 1000}, defs("t", 2)))
+	reused := events.MustNew("s", &events.ToolsListed{Server: "srv", ConfigHash: "h", Tools: defs("t", 2), Count: 2,
+		Cause: events.CauseCache, CacheAge: 900 * time.Millisecond, CacheHints: events.CacheHints{TTLMs: 1000}}, t0.Add(900*time.Millisecond))
+	reused.Seq, reused.Host = 2, "h1"
+	c.Apply(reused)
+	got, ok := c.LookupFor(Viewer{Host: "h1"}, "srv", "h", t0.Add(1500*time.Millisecond))
+	if !ok || got.Fresh || got.Age != 1500*time.Millisecond {
+		t.Errorf("after the reuse: ok %v fresh %v age %v, want the first listing, stale", ok, got.Fresh, got.Age)
+	}
+	if n := c.Counts().Ignored; n != 1 {
+		t.Errorf("ignored %d envelopes, want 1", n)
+	}
+}

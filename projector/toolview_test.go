@@ -96,6 +96,20 @@ func TestToolViewTransitions(t *testing.T) {
 			want: ServerState{Name: "fs", Status: StatusConnected, Tools: two, ConnectedAt: t0, ToolsListedAt: t0},
 		},
 		{
+			// A connection that took a fresh cached list instead of a
+			// tools/list has those tools live, replacing the deferred ones.
+			name: "tools taken from the cache are live",
+			steps: []step{
+				{0, &events.ConnectStarted{Server: "fs", Attempt: 1}},
+				{0, &events.CachedToolsServed{Server: "fs", Tools: two, CacheAge: time.Hour}},
+				{10 * time.Millisecond, &events.ServerConnected{Server: "fs"}},
+				{0, &events.ToolsListed{Server: "fs", Tools: two, Count: 2, ToolsHash: events.HashTools(two), Cause: events.CauseCache,
+					CacheAge: time.Minute, CacheHints: events.CacheHints{TTLMs: 120_000, CacheScope: "public"}}},
+			},
+			want: ServerState{Name: "fs", Status: StatusConnected, Attempt: 1, Tools: two,
+				ConnectStartedAt: t0, ConnectedAt: t0.Add(10 * time.Millisecond), ToolsListedAt: t0.Add(10 * time.Millisecond)},
+		},
+		{
 			name: "cached tools are deferred",
 			steps: []step{
 				{0, &events.ConnectStarted{Server: "fs", Attempt: 1}},

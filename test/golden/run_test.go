@@ -246,10 +246,14 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		for _, tool := range cfg.Cache[name] {
 			defs = append(defs, events.ToolDef{Name: tool, Description: "cached " + tool, InputSchema: json.RawMessage(`{"type":"object"}`)})
 		}
-		_, err := j.Append(ctx, "earlier-session", &events.ToolsListed{
+		listed := &events.ToolsListed{
 			Server: c.Name, ConfigHash: c.Hash(), Tools: defs, ToolsHash: events.HashTools(defs),
 			Count: len(defs), Cause: events.CauseInitial,
-		})
+		}
+		if ttl, ok := cfg.CacheTTL[name]; ok {
+			listed.CacheHints = events.CacheHints{TTLMs: ttl, CacheScope: "public"}
+		}
+		_, err := j.Append(ctx, "earlier-session", listed)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,10 @@ type scenario struct {
 	// and prompt names per server, likewise.
 	CacheResources map[string][]string `json:"cacheResources"`
 	CachePrompts   map[string][]string `json:"cachePrompts"`
+	// CacheTTL gives a server's cached tool list the ttlMs (and public
+	// scope) a server of protocol 2026-07-28 would have listed it with;
+	// without it the list has no cache hints, as a legacy server's.
+	CacheTTL map[string]int64 `json:"cacheTTL"`
 }
 
 // serverSpec is one server of a scenario: an events.ServerConfig (JSON
