@@ -55,6 +55,7 @@ func (m *Manager) checkHealth(s *server, lc *liveConn) bool {
 	}
 	m.mu.Unlock()
 	if h == healthOtherEra {
+		s.eraProbe.Store(true) // the reconnect probes, whatever era is recorded
 		m.log.Warn("MCP server answered a health check as a server of another protocol era; connecting again", "server", s.name)
 	} else {
 		m.log.Warn("MCP server did not answer a health check", "server", s.name)

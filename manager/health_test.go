@@ -237,15 +237,17 @@ func TestLegacyServerIsStillPinged(t *testing.T) {
 // TestEraErrorOnHealthCheckProbesTheEraAgain: a server/discover answered
 // with method not found is no sign of an unresponsive server but of one
 // that no longer speaks 2026-07-28: the connection is closed with reason
-// error and the reconnect probes again, here falling back to initialize;
-// the server is pinged from then on.
+// error and the reconnect probes on the wire, though the era recorded
+// from the first connect is still fresh, here falling back to
+// initialize; the server is pinged from then on.
 func TestEraErrorOnHealthCheckProbesTheEraAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ps := newProbeServer()
+		ps := newProbeServer(discoverKeptAnHour)
 		e := newProbeEnv(t, Options{ProtocolVersion: "2026-07-28", Health: HealthOptions{Interval: time.Second}}, ps)
 		defer e.close()
 		e.connect("a")
 		ps.setLegacy(true)
+		connect := ps.count("server/discover")
 		time.Sleep(time.Second + defaultReconnectInitial + time.Second/4)
 		e.flush()
 		want := []string{
@@ -258,6 +260,9 @@ func TestEraErrorOnHealthCheckProbesTheEraAgain(t *testing.T) {
 		if diff := cmp.Diff(want, lifeStory(e.decoded(), events.TypeDisconnected)); diff != "" {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
+		if n := ps.count("server/discover") - connect; n != 2 {
+			t.Errorf("%d server/discover reached the server, want 2: the check's and the reconnect's probe", n)
+		}
 		time.Sleep(2 * time.Second)
 		e.flush()
 		if n := ps.count("ping"); n == 0 {
@@ -269,17 +274,20 @@ func TestEraErrorOnHealthCheckProbesTheEraAgain(t *testing.T) {
 	})
 }
 
+// discoverKeptAnHour: the server's discover result may be kept for an hour.
+var discoverKeptAnHour = &mcp.ServerOptions{SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	if _, ok := req.GetParams().(*mcp.DiscoverParams); ok {
+		c.TTLMs = int(time.Hour.Milliseconds())
+	}
+}}
+
 // TestHealthCheckReachesTheServer: a server whose discover result may be
 // kept for an hour is still sent every health check, also on a
 // connection made after its result was known: a check answered without
 // the server would check nothing.
 func TestHealthCheckReachesTheServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ps := newProbeServer(&mcp.ServerOptions{SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
-			if _, ok := req.GetParams().(*mcp.DiscoverParams); ok {
-				c.TTLMs = int(time.Hour.Milliseconds())
-			}
-		}})
+		ps := newProbeServer(discoverKeptAnHour)
 		e := newProbeEnv(t, Options{ProtocolVersion: "2026-07-28", Health: HealthOptions{Interval: time.Second}}, ps)
 		defer e.close()
 		e.connect("a")
