@@ -18,9 +18,9 @@ import (
 // the server's process exited or its stream closed (or the manager closed
 // it: a failed health check, a flood, a listen stream that ended). The
 // server's own goroutine notices it in its select (serve) and records it
-// here; calls in flight fail with
-// [ErrDisconnected] (see connectionEnded), and calls made afterwards with
-// [ErrNotConnected] until a reconnect is scheduled, then wait for it.
+// here; calls in flight fail with [ErrDisconnected] (see
+// connectionEnded), and calls made afterwards with [ErrNotConnected]
+// until a reconnect is scheduled, then wait for it.
 
 // drop records the end of s's connection lc that the manager did not ask
 // for: it closes what is left of the connection (the process group of a
