@@ -534,6 +534,8 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 		copts.CreateMessageHandler = m.sampleHandler(s, lc)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.Client.Name, Version: m.opts.Client.Version}, copts)
+	client.AddSendingMiddleware(lc.wire.inner) // first: the innermost, nearest the wire
+	transport.OnListenEnd(t, func(err error) { m.listenEnded(s, lc, err) })
 	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(m.rootsFor(s.cfg)...)
 	pv := m.opts.ProtocolVersion
@@ -549,6 +551,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	if s.timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
+	client.AddSendingMiddleware(lc.wire.outer) // last: health checks pass every other middleware
 	cs, err := client.Connect(cctx, m.transcribe(s, res, t), &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()

@@ -50,7 +50,8 @@
 //	relist.go      serve: the select of a connected server (end of the connection, health, re-lists)
 //	drop.go        a connection ends on its own: the drop is recorded and a reconnect scheduled
 //	reconnect.go   the backoff, the crash-loop breaker, ReconnectNow
-//	health.go      health checks, descendants seen, a host that slept
+//	health.go      health checks (ping, or server/discover from 2026-07-28 on), a listen
+//	               stream that ended, descendants seen, a host that slept
 //	tool.go        a call is recorded (ToolCallStarted/Finished) and made
 //	disconnect.go  a teardown: process group, in-flight calls, Disconnected
 //	outbox.go      how events reach the journal without holding a lock
