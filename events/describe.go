@@ -65,6 +65,9 @@ func Describe(ev Event) string {
 		if e.Truncated {
 			s += fmt.Sprintf(" truncated=true outputBytes=%d", e.OutputBytes)
 		}
+		if e.InputRounds > 0 {
+			s += fmt.Sprintf(" inputRounds=%d", e.InputRounds)
+		}
 		return s + kvq(" error", e.Error)
 	case *Disconnected:
 		s := fmt.Sprintf("%s reason=%s", e.Server, e.Reason)
