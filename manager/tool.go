@@ -260,9 +260,7 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 		args = nil
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
-	if lc.logsPerRequest {
-		params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: string(m.opts.ServerLogLevel)}
-	}
+	params.Meta = m.logMeta(lc)
 	if fn, ok := ctx.Value(progressKey{}).(func(Progress)); ok && fn != nil {
 		forget := lc.progress.register(params, fn)
 		// The go-sdk may deliver a notification just after the result.
