@@ -292,6 +292,11 @@ type ToolCallFinished struct {
 	// (maxOutputBytes) and the caller got it cut, with a marker naming
 	// the file that holds the whole result.
 	Truncated bool `json:"truncated,omitempty"`
+	// InputRounds counts the rounds of a multi-round-trip call (protocol
+	// 2026-07-28: the server answered "input required" and the call was
+	// made again with the answers) whose input requests the host's
+	// callbacks answered (elicitation, sampling).
+	InputRounds int `json:"inputRounds,omitempty"`
 }
 
 // Disconnected is recorded when a connection ended, requested or not.
@@ -409,6 +414,8 @@ var decoders = map[string]struct {
 	TypeAuthCompleted:        {1, func() Event { return new(AuthCompleted) }},
 	TypeAuthFailed:           {1, func() Event { return new(AuthFailed) }},
 	TypeServerEraDetected:    {1, func() Event { return new(ServerEraDetected) }},
+	TypeResourceRead:         {1, func() Event { return new(ResourceRead) }},
+	TypePromptRetrieved:      {1, func() Event { return new(PromptRetrieved) }},
 
 	TypeServerMessagesLimited: {1, func() Event { return new(ServerMessagesLimited) }},
 }

@@ -65,6 +65,9 @@ func Describe(ev Event) string {
 		if e.Truncated {
 			s += fmt.Sprintf(" truncated=true outputBytes=%d", e.OutputBytes)
 		}
+		if e.InputRounds > 0 {
+			s += fmt.Sprintf(" inputRounds=%d", e.InputRounds)
+		}
 		return s + kvq(" error", e.Error)
 	case *Disconnected:
 		s := fmt.Sprintf("%s reason=%s", e.Server, e.Reason)
@@ -134,6 +137,10 @@ func Describe(ev Event) string {
 			names[i] = p.Name
 		}
 		return fmt.Sprintf("%s cause=%s count=%d prompts=[%s]", e.Server, e.Cause, e.Count, strings.Join(names, " ")) + e.CacheHints.describe()
+	case *ResourceRead:
+		return fmt.Sprintf("%s uri=%s contents=%d", e.Server, e.URI, e.Contents) + kvq(" error", e.Error)
+	case *PromptRetrieved:
+		return fmt.Sprintf("%s prompt=%s messages=%d", e.Server, e.Prompt, e.Messages) + kvq(" error", e.Error)
 	case *ResourceUpdated:
 		s := fmt.Sprintf("%s uri=%s", e.Server, e.URI)
 		if e.Coalesced > 0 {
@@ -178,6 +185,10 @@ func DurationOf(ev Event) (time.Duration, bool) {
 	case *ReloadCompleted:
 		return e.Duration, true
 	case *ElicitationAnswered:
+		return e.Duration, true
+	case *ResourceRead:
+		return e.Duration, true
+	case *PromptRetrieved:
 		return e.Duration, true
 	case *ResourcesListed:
 		return e.Duration, true

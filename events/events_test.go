@@ -55,6 +55,8 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&AuthRequired{Server: "s", Issuer: "https://as.example", Scopes: []string{"read"}, Login: "mcp-audit auth login s"},
 		&AuthCompleted{Server: "s", Issuer: "https://as.example", Scopes: []string{"read"}, ExpiresAt: time.Date(2026, 1, 2, 4, 0, 0, 0, time.UTC), Grant: "authorization_code"},
 		&AuthFailed{Server: "s", Error: "access_denied"},
+		&ResourceRead{Server: "s", URI: "file:///a", Contents: 1, Duration: time.Millisecond},
+		&PromptRetrieved{Server: "s", Prompt: "p", Messages: 2, Duration: time.Millisecond, Error: "boom"},
 		&ServerEraDetected{Server: "s", ConfigHash: "h", Era: EraModern, ProtocolVersion: "2026-07-28",
 			SupportedVersions: []string{"2026-07-28", "2025-11-25"}, TTLMs: 60000, CacheScope: "public",
 			Discover: &DiscoverInfo{Capabilities: json.RawMessage(`{"tools":{}}`), PeerName: "p", PeerVersion: "1", Instructions: "use it"}},

@@ -13,6 +13,8 @@ const (
 	TypeResourcesListed = "ResourcesListed"
 	TypePromptsListed   = "PromptsListed"
 	TypeResourceUpdated = "ResourceUpdated"
+	TypeResourceRead    = "ResourceRead"
+	TypePromptRetrieved = "PromptRetrieved"
 )
 
 // ResourceDef is one resource as the server listed it (resources/list).
@@ -98,6 +100,37 @@ type ResourceUpdated struct {
 	Server    string `json:"server"`
 	URI       string `json:"uri"`
 	Coalesced int    `json:"coalesced,omitempty"`
+}
+
+// ResourceRead is recorded when a read of one of the server's resources
+// (resources/read) finished: the URI as recorded in the server's lists,
+// how many contents the result held, how long it took, and Error (scrubbed)
+// when it failed. The contents are never recorded.
+type ResourceRead struct {
+	Server   string        `json:"server"`
+	URI      string        `json:"uri"`
+	Contents int           `json:"contents"`
+	Duration time.Duration `json:"duration"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// PromptRetrieved is recorded when a prompts/get of one of the server's
+// prompts finished: the prompt's name as recorded, how many messages the
+// result held, how long it took, and Error (scrubbed) when it failed. The
+// arguments and messages are never recorded.
+type PromptRetrieved struct {
+	Server   string        `json:"server"`
+	Prompt   string        `json:"prompt"`
+	Messages int           `json:"messages"`
+	Duration time.Duration `json:"duration"`
+	Error    string        `json:"error,omitempty"`
+}
+
+func (*ResourceRead) Type() string         { return TypeResourceRead }
+func (*PromptRetrieved) Type() string      { return TypePromptRetrieved }
+func (e *ResourceRead) ServerName() string { return e.Server }
+func (e *PromptRetrieved) ServerName() string {
+	return e.Server
 }
 
 func (*ResourcesListed) Type() string { return TypeResourcesListed }

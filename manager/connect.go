@@ -15,6 +15,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
 	"github.com/mcplife/mcplife/manager/internal/transport"
+	"github.com/mcplife/mcplife/projector"
 )
 
 // ConnectServers connects the given servers in parallel (for each:
@@ -321,7 +322,11 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	}
 
 	init := lc.cs.InitializeResult()
-	connected := &events.ServerConnected{Server: s.name, Duration: m.now().Sub(begin)}
+	end := m.now()
+	if lc.first != nil {
+		end = lc.first.start
+	}
+	connected := &events.ServerConnected{Server: s.name, Duration: end.Sub(begin)}
 	if init != nil {
 		connected.ProtocolVersion = init.ProtocolVersion
 		connected.Instructions = init.Instructions
@@ -338,7 +343,11 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		connected.Pid, connected.Pgid, connected.StartTime = id.Pid, id.Pgid, id.StartTime
 	}
 	r.enter(s.name)
-	m.emitDeferred("", connected)
+	if lc.era != nil {
+		m.emitDeferred("", lc.era, connected)
+	} else {
+		m.emitDeferred("", connected)
+	}
 	r.leave()
 	m.mu.Lock()
 	if s.state == stDialing { // else a teardown began: it closes lc
@@ -370,11 +379,14 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	// connection re-lists as ever.
 	listStart := m.now()
 	var (
-		defs  []events.ToolDef
-		hints events.CacheHints
+		defs      []events.ToolDef
+		hints     events.CacheHints
+		cached    projector.Cached[[]events.ToolDef]
+		fromCache bool
 	)
-	cached, fromCache := m.freshTools(s, lc)
-	if fromCache {
+	if f := lc.first; f != nil { // listed by the connect (era.go)
+		listStart, defs, hints, err = f.start, f.defs, f.hints, f.err
+	} else if cached, fromCache = m.freshTools(s, lc); fromCache {
 		defs, hints, err = cached.List, cached.Hints, m.takeList(s, len(cached.List))
 	} else {
 		defs, hints, err = m.listTools(lc.ctx, s, lc)
@@ -461,9 +473,21 @@ func (m *Manager) endRecord(s *server, err error, remove bool) {
 }
 
 // connect resolves substitutions, builds the transport and runs initialize
-// under the server's timeout. The transport is closed when initialization
-// fails. Errors are scrubbed of resolved secrets.
+// (or server/discover) under the server's timeout. The transport is closed
+// when initialization fails. Errors are scrubbed of resolved secrets. A
+// server that contradicts its recorded era is connected once more, with
+// the probe on the wire (era.go).
 func (m *Manager) connect(s *server) (*liveConn, error) {
+	lc, err := m.connectEra(s, false)
+	if errors.Is(err, errEraContradicted) {
+		lc, err = m.connectEra(s, true)
+	}
+	return lc, err
+}
+
+// connectEra is one connect of s; probe set, it ignores the era recorded
+// for the server.
+func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	ctx := s.ctx
 	res := transport.Resolve(ctx, s.name, s.cfg, m.opts.Resolver, m.log)
 	var t mcp.Transport
@@ -513,16 +537,24 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		copts.CreateMessageHandler = m.sampleHandler(s, lc)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.Client.Name, Version: m.opts.Client.Version}, copts)
+	client.AddSendingMiddleware(lc.wire.inner) // first: the innermost, nearest the wire
+	transport.OnListenEnd(t, func(err error) { m.listenEnded(s, lc, err) })
 	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(m.rootsFor(s.cfg)...)
 	pv := m.opts.ProtocolVersion
 	if s.cfg.ProtocolVersion != "" {
 		pv = s.cfg.ProtocolVersion
 	}
+	ec := m.planEra(s, pv, probe)
+	if ec != nil {
+		client.AddSendingMiddleware(ec.middleware)
+		pv = ec.version(pv)
+	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if s.timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
+	client.AddSendingMiddleware(lc.wire.outer) // last: health checks pass every other middleware
 	cs, err := client.Connect(cctx, m.transcribe(s, res, t), &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -535,6 +567,9 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 			p.Terminate() // normally done by the go-sdk already
 		}
 		lc.closeIdle()
+		if ec.legacyContradicted() {
+			return nil, errEraContradicted
+		}
 		if timedOut {
 			err = &scrubbedError{msg: fmt.Sprintf("Connection to MCP server %q timed out after %dms", s.name, s.timeout.Milliseconds()), cause: ErrTimeout}
 		}
@@ -548,6 +583,34 @@ func (m *Manager) connect(s *server) (*liveConn, error) {
 		m.knownAuthContext(s, lc.authContext)
 	}
 	lc.setLevel, lc.logsPerRequest = m.askForLogs(cs)
+	lc.era = ec.detected(s, res, cs.InitializeResult())
+	if _, fresh := m.freshTools(s, lc); ec.answeredLocally() && !fresh {
+		// The record stood in for server/discover: the first tools/list
+		// checks it before the connection is reported. (With a fresh
+		// tool list too, the connect makes no request, and the first
+		// one made later checks it: see the late path below.)
+		f := &firstList{start: m.now()}
+		f.defs, f.hints, f.err = m.listTools(lc.ctx, s, lc)
+		if ec.localContradicted() {
+			lc.cancel()
+			cs.Close()
+			if p != nil {
+				p.Terminate()
+			}
+			lc.closeIdle()
+			return nil, errEraContradicted
+		}
+		lc.first = f
+	}
+	if ec.answeredLocally() {
+		// A contradiction found later ends the connection; its
+		// reconnect probes.
+		ec.armLate(func() {
+			s.eraProbe.Store(true)
+			m.log.Warn("MCP server contradicted its recorded era; reconnecting with a probe", "server", s.name)
+			lc.cs.Close()
+		})
+	}
 	return lc, nil
 }
 

@@ -43,13 +43,15 @@
 // Where to look:
 //
 //	connect.go     ConnectServers, and run: the loop of one server's goroutine (connect, list, serve, drop, again)
+//	era.go         a connect at 2026-07-28 or later: the server's recorded era spares the probe, a probe's outcome is recorded
 //	gate.go        the startup gate decides ready, failed, deferred (cached) or awaited
 //	cachehints.go  lists' cache hints (ttlMs, cacheScope, a private list's authorization),
 //	               and a fresh cached tool list standing for a modern server's tools/list
 //	relist.go      serve: the select of a connected server (end of the connection, health, re-lists)
 //	drop.go        a connection ends on its own: the drop is recorded and a reconnect scheduled
 //	reconnect.go   the backoff, the crash-loop breaker, ReconnectNow
-//	health.go      health checks, descendants seen, a host that slept
+//	health.go      health checks (ping, or server/discover from 2026-07-28 on), a listen
+//	               stream that ended, descendants seen, a host that slept
 //	tool.go        a call is recorded (ToolCallStarted/Finished) and made
 //	disconnect.go  a teardown: process group, in-flight calls, Disconnected
 //	outbox.go      how events reach the journal without holding a lock

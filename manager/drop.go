@@ -16,10 +16,11 @@ import (
 
 // A drop is the end of a live connection that the manager did not start:
 // the server's process exited or its stream closed (or the manager closed
-// it: a failed health check, a flood). The server's own goroutine notices
-// it in its select (serve) and records it here; calls in flight fail with
-// [ErrDisconnected] (see connectionEnded), and calls made afterwards with
-// [ErrNotConnected] until a reconnect is scheduled, then wait for it.
+// it: a failed health check, a flood, a listen stream that ended). The
+// server's own goroutine notices it in its select (serve) and records it
+// here; calls in flight fail with [ErrDisconnected] (see
+// connectionEnded), and calls made afterwards with [ErrNotConnected]
+// until a reconnect is scheduled, then wait for it.
 
 // drop records the end of s's connection lc that the manager did not ask
 // for: it closes what is left of the connection (the process group of a
@@ -41,7 +42,7 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 	s.decided = make(chan struct{})
 	calls := s.calls
 	s.calls = &callGroup{}
-	unresponsive, flooded := lc.unresponsive, lc.flooded
+	unresponsive, flooded, eraChanged, listenCut := lc.unresponsive, lc.flooded, lc.eraChanged, lc.listenCut
 	m.mu.Unlock()
 	m.yield("watch.ended", s.name)
 
@@ -73,6 +74,10 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 	<-r.emitted
 	if unresponsive {
 		d.Reason, d.Error = events.ReasonUnresponsive, "no answer to a health check within "+m.opts.Health.Timeout.String()
+	} else if eraChanged {
+		d.Reason, d.Error = events.ReasonError, "server/discover answered with an error of another protocol era: connecting again to probe the era"
+	} else if listenCut {
+		d.Error = "the subscriptions/listen stream ended without its final response"
 	} else if procExited {
 		d.Reason = events.ReasonProcessExited
 		var b strings.Builder

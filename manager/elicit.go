@@ -51,6 +51,7 @@ func (m *Manager) elicitHandler(s *server, lc *liveConn) func(context.Context, *
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		}
 		defer m.endRequest(lc, methodElicit)
+		noteRound(ctx)
 		p := req.Params
 		if p == nil {
 			p = &mcp.ElicitParams{}
@@ -91,6 +92,7 @@ func (m *Manager) sampleHandler(s *server, lc *liveConn) func(context.Context, *
 			return nil, errTooManyRequests
 		}
 		defer m.endRequest(lc, methodSample)
+		noteRound(ctx)
 		p := req.Params
 		if p == nil {
 			p = &mcp.CreateMessageParams{}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
@@ -16,10 +18,10 @@ import (
 
 // Health defaults.
 const (
-	// defaultHealthInterval is how often a connected server is pinged.
+	// defaultHealthInterval is how often a connected server is checked.
 	defaultHealthInterval = 30 * time.Second
-	// defaultHealthTimeout is how long a ping may take before the server
-	// counts as unresponsive.
+	// defaultHealthTimeout is how long a health check may take before the
+	// server counts as unresponsive.
 	defaultHealthTimeout = 10 * time.Second
 	// defaultClockCheck is how often the manager compares the wall clock
 	// with the monotonic clock to notice that the host slept.
@@ -29,35 +31,178 @@ const (
 	defaultSleepThreshold = 10 * time.Second
 )
 
-// checkHealth pings a connected server (see serve for when). A server
-// that fails a ping (no answer within Options.Health.Timeout, or a transport error;
-// a server that does not know ping passes) is unresponsive: its
-// connection is closed, and the server's goroutine records Disconnected with
-// reason unresponsive, which a reconnect follows. It reports false then.
+// checkHealth checks that a connected server still answers (see serve
+// for when): a ping under the protocols that have one, server/discover
+// under 2026-07-28 and later, which dropped ping (see probe). A server
+// that does not answer in time (Options.Health.Timeout), or whose
+// transport fails, is unresponsive: its connection is closed, and the
+// server's goroutine records Disconnected with reason unresponsive, which
+// a reconnect follows. A server/discover answered with an error of
+// another era (the method unknown, the version no longer supported) is
+// no sign of an unresponsive server but of one that changed: its
+// connection is closed too, and the reconnect probes its era again.
+// checkHealth reports false when it closed the connection.
 func (m *Manager) checkHealth(s *server, lc *liveConn) bool {
-	if m.ping(s, lc) {
+	h := m.probe(s, lc)
+	if h == healthOK {
 		return true
 	}
 	m.mu.Lock()
-	lc.unresponsive = !s.ending()
+	if h == healthOtherEra {
+		lc.eraChanged = !s.ending()
+	} else {
+		lc.unresponsive = !s.ending()
+	}
 	m.mu.Unlock()
-	m.log.Warn("MCP server did not answer a health check", "server", s.name)
+	if h == healthOtherEra {
+		s.eraProbe.Store(true) // the reconnect probes, whatever era is recorded
+		m.log.Warn("MCP server answered a health check as a server of another protocol era; connecting again", "server", s.name)
+	} else {
+		m.log.Warn("MCP server did not answer a health check", "server", s.name)
+	}
 	lc.cs.Close() // serve notices the end and the drop is recorded
 	return false
 }
 
-// ping reports whether the server answered a ping in time.
-func (m *Manager) ping(s *server, lc *liveConn) bool {
-	ctx, cancel := context.WithTimeout(lc.ctx, m.opts.Health.Timeout)
+// health is the outcome of one health check.
+type health int
+
+const (
+	healthOK       health = iota
+	healthNoAnswer        // no answer in time, or the transport failed
+	healthOtherEra        // server/discover answered with an error of another era
+)
+
+// pinglessProtocol is the first protocol version without ping: a server
+// that negotiated it (or a later one) is checked with server/discover.
+const pinglessProtocol = "2026-07-28"
+
+// probeMethod is the request that checks a server without ping.
+const probeMethod = "server/discover"
+
+// probe runs one health check of lc. A legacy server is pinged; one that
+// does not know ping passes. A modern one is sent server/discover on its
+// own connection, straight to the wire (see wireTap): a stateless POST
+// over streamable HTTP, with the connection's headers, origin rule, OAuth
+// token and the request _meta of its protocol, or a request on the pipe
+// of a stdio server. Its result passes, as does any other answer (a JSON-RPC error, a request refused
+// for authorization), except an error that says the server no longer
+// speaks the connection's protocol, or a result whose supported versions
+// no longer include it. Only no answer at all counts as unresponsive.
+func (m *Manager) probe(s *server, lc *liveConn) health {
+	ctx, cancel := context.WithTimeout(probing(lc.ctx), m.opts.Health.Timeout)
 	defer cancel()
-	err := lc.cs.Ping(ctx, nil)
-	if err == nil || s.ctx.Err() != nil {
-		return true
+	var version string
+	if init := lc.cs.InitializeResult(); init != nil {
+		version = init.ProtocolVersion
 	}
-	if e, ok := errors.AsType[*jsonrpc.Error](err); ok && e.Code == jsonrpc.CodeMethodNotFound {
-		return true // answers, just not to ping
+	if version < pinglessProtocol {
+		err := lc.cs.Ping(ctx, nil)
+		if err == nil || lc.ctx.Err() != nil {
+			return healthOK // the end of the connection is serve's to notice
+		}
+		if e, ok := errors.AsType[*jsonrpc.Error](err); ok && e.Code == jsonrpc.CodeMethodNotFound {
+			return healthOK // answers, just not to ping
+		}
+		return healthNoAnswer
 	}
-	return false
+	res, err := mcp.CallCustomMethod[*mcp.DiscoverParams, *mcp.DiscoverResult](ctx, lc.cs, probeMethod, &mcp.DiscoverParams{})
+	switch {
+	case lc.ctx.Err() != nil:
+		return healthOK
+	case err == nil:
+		if !slices.Contains(res.SupportedVersions, version) {
+			return healthOtherEra
+		}
+		return healthOK
+	}
+	if e, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		if e.Code == jsonrpc.CodeMethodNotFound || e.Code == mcp.CodeUnsupportedProtocolVersion {
+			return healthOtherEra
+		}
+		return healthOK // an answer, if not a result
+	}
+	if _, auth := needsAuthOf(err); auth {
+		return healthOK // an answer about authorization, for the next call to follow
+	}
+	return healthNoAnswer
+}
+
+// wireTap is the connection's place in the client's sending middleware
+// nearest the wire. It keeps when the server last answered a request
+// other than a health check with a result (a connection in use needs no
+// check), and it lets a health check go straight to the wire, past the
+// middleware added after it: a check answered on the way (from a result
+// kept of the server's discover) would check nothing.
+type wireTap struct {
+	send mcp.MethodHandler // the chain below: set when the tap is added
+
+	mu sync.Mutex
+	at time.Time // (mu) the last answer; zero: none
+}
+
+// inner is the client's first (innermost) sending middleware. It notes
+// the answers of the requests sent through it; results that never left
+// the client (the go-sdk's cache of lists, an answer made up on the way)
+// do not reach it. A listen request is not counted: the go-sdk does not
+// wait for its answer.
+func (w *wireTap) inner(next mcp.MethodHandler) mcp.MethodHandler {
+	w.send = next
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		switch {
+		case err != nil, method == "ping", method == probeMethod, method == "subscriptions/listen",
+			strings.HasPrefix(method, "notifications/"):
+		default:
+			now := time.Now()
+			w.mu.Lock()
+			w.at = now
+			w.mu.Unlock()
+		}
+		return res, err
+	}
+}
+
+// outer is the client's last (outermost) sending middleware: a health
+// check (see probing) goes from it to the wire at once.
+func (w *wireTap) outer(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ctx.Value(probingKey{}) != nil {
+			return w.send(ctx, method, req)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// probingKey marks the context of a health check's request.
+type probingKey struct{}
+
+// probing returns ctx marked as a health check's.
+func probing(ctx context.Context) context.Context { return context.WithValue(ctx, probingKey{}, true) }
+
+// answeredWithin reports whether the server answered a request within d.
+func (w *wireTap) answeredWithin(d time.Duration) bool {
+	w.mu.Lock()
+	at := w.at
+	w.mu.Unlock()
+	return !at.IsZero() && time.Since(at) < d
+}
+
+// listenEnded is called by the transport when the subscriptions/listen
+// stream of lc ended without its final response: the server restarted or
+// the stream was cut, and the notifications it carried stopped coming.
+// The connection is ended (lc.ctx), so serve records the drop and the
+// reconnect subscribes again.
+func (m *Manager) listenEnded(s *server, lc *liveConn, err error) {
+	m.mu.Lock()
+	lc.listenCut = lc.ctx.Err() == nil && !s.ending()
+	cut := lc.listenCut
+	m.mu.Unlock()
+	if !cut {
+		return
+	}
+	m.log.Warn("MCP server's subscriptions/listen stream ended without its final response", "server", s.name, "err", lc.res.ScrubText(err.Error()))
+	lc.cancel()
 }
 
 // scanDescendants asks for a scan of a stdio server's descendants; the

@@ -4,16 +4,20 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/internal/proc"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/projector"
@@ -320,4 +324,90 @@ func TestFrozenPostgresDoesNotHoldTheTeardown(t *testing.T) {
 		}
 	}
 	srv.Thaw()
+}
+
+// BenchmarkCloseWithHungStore measures Close of a manager with 20
+// connected stdio servers while every append hangs (the store stopped
+// answering after the connects, with 40 calls recorded since), bounded by
+// a 5 s context: "processes-gone-ms" is the median time until the last
+// server process was gone, "close-ms" the median time Close took to
+// return (it waits for the store until its context ends),
+// "close-max-ms" the longest; every round checks that no server process
+// is left.
+func BenchmarkCloseWithHungStore(b *testing.B) {
+	const n = 20
+	cmd, args := fixturetest.Command(b, "only=echo,pid")
+	var took, gone []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		st := newHungStore()
+		j, err := journal.New(st, &journal.Options{StoreTimeout: -1, DeferredQueue: 8})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := New(j, "hung", &Options{Gate: time.Minute, Cwd: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		var cfgs []events.ServerConfig
+		for i := range n {
+			cfgs = append(cfgs, events.ServerConfig{Name: fmt.Sprintf("s%d", i), Command: cmd, Args: args})
+		}
+		if res, err := m.ConnectServers(ctx, cfgs, nil); err != nil || len(res.Errors) > 0 {
+			b.Fatal(res.Errors, err)
+		}
+		var pids []int
+		for i := range n {
+			t, _ := m.Tool(fmt.Sprintf("mcp_s%d_pid", i))
+			r, err := t.Call(ctx, nil)
+			if err != nil || r.Result.IsError {
+				b.Fatal(r, err)
+			}
+			var info fixture.ProcessInfo
+			if err := json.Unmarshal(structuredJSON(r), &info); err != nil {
+				b.Fatal(err)
+			}
+			pids = append(pids, info.PID)
+		}
+		st.freeze()
+		echo, _ := m.Tool("mcp_s0_echo")
+		for i := range 40 {
+			if _, err := echo.Call(ctx, map[string]any{"text": fmt.Sprint(i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		<-st.blocked
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		b.StartTimer()
+		begin := time.Now()
+		closed := make(chan struct{})
+		go func() { m.Close(cctx); close(closed) }()
+		// Look every millisecond for the processes: the time until the
+		// last is gone is the teardown's.
+		for _, pid := range pids {
+			for proc.Running(pid) {
+				select {
+				case <-closed:
+					if proc.Running(pid) {
+						b.Fatalf("process %d survived Close", pid)
+					}
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
+		gone = append(gone, time.Since(begin))
+		<-closed
+		took = append(took, time.Since(begin))
+		b.StopTimer()
+		cancel()
+		st.thaw()
+		j.Close()
+		b.StartTimer()
+	}
+	slices.Sort(took)
+	slices.Sort(gone)
+	b.ReportMetric(float64(gone[len(gone)/2])/1e6, "processes-gone-ms")
+	b.ReportMetric(float64(took[len(took)/2])/1e6, "close-ms")
+	b.ReportMetric(float64(took[len(took)-1])/1e6, "close-max-ms")
 }

@@ -42,7 +42,7 @@ func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]eve
 	var defs []events.ToolDef
 	hints := hintsFold{off: !carriesHints(lc.cs)}
 	err := m.paginate(lctx, s, "tools/list", "tools", func(ctx context.Context, cursor string) (int, string, error) {
-		res, err := lc.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		res, err := lc.cs.ListTools(ctx, &mcp.ListToolsParams{Meta: m.logMeta(lc), Cursor: cursor})
 		if err != nil {
 			return 0, "", err
 		}

@@ -194,17 +194,19 @@ type ClientOptions struct {
 // that does not know ping passes) is dropped (Disconnected, reason
 // unresponsive) and reconnected.
 type HealthOptions struct {
-	// Interval is how often each connected server is pinged. Default:
-	// 30s; negative: never.
+	// Interval is how often each connected server is checked: pinged,
+	// or sent server/discover under protocol 2026-07-28 and later, which
+	// have no ping. A server that answered another request within the
+	// interval is not checked. Default: 30s; negative: never.
 	Interval time.Duration
-	// Timeout bounds each ping. Default (also for a negative value): 10s.
+	// Timeout bounds each check. Default (also for a negative value): 10s.
 	Timeout time.Duration
 }
 
 // SleepOptions say how a host that slept is noticed: a wall clock that
 // ran ahead of the monotonic clock by Threshold or more between two
 // checks means the host slept, so HostResumed is recorded and every
-// remote server is pinged at once.
+// remote server is health-checked at once.
 type SleepOptions struct {
 	// ClockCheck is how often the two clocks are compared. Default: 5s;
 	// negative: never.

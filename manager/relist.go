@@ -13,7 +13,8 @@ import (
 // ended on its own (a drop, which the caller records), not by a teardown.
 //
 //   - The end of the connection: the session's Wait returned, the process
-//     exited, or a health check or the flood limit closed it (lc.ctx).
+//     exited, a health check or the flood limit closed it, or its listen
+//     stream ended (lc.ctx).
 //   - Re-lists on each (coalesced) notifications/tools/list_changed. A
 //     server may send the notification in a loop, with or without a
 //     change: re-lists are at least Options.RelistInterval apart
@@ -21,8 +22,10 @@ import (
 //     one re-list), and a list is recorded only when it differs from the
 //     last one recorded, so the store grows by one small event per
 //     interval at most.
-//   - Health checks every Options.Health.Interval, and at once when
-//     lc.checkNow is signalled (the host slept); see checkHealth.
+//   - Health checks every Options.Health.Interval, skipped while the
+//     server answered another request within the interval, and at once
+//     when lc.checkNow is signalled (the host slept: the monotonic clock
+//     that dates the last answer stood still); see checkHealth.
 //   - The descendants of a stdio server, recorded (ProcessesSeen) when a
 //     scan answers: one at the start and one after each health check.
 //   - Re-lists of resources and prompts on their list_changed
@@ -51,7 +54,7 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) (dropped bool) {
 			m.recordDescendants(s, lc, seen, ids)
 			continue
 		case <-tick:
-			if !m.checkHealth(s, lc) {
+			if !lc.wire.answeredWithin(m.opts.Health.Interval) && !m.checkHealth(s, lc) {
 				return ended()
 			}
 			if scan == nil {

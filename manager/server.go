@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,6 +68,10 @@ type server struct {
 	// starts a new one (m.mu).
 	calls *callGroup
 
+	// eraProbe: the server contradicted its recorded era after its
+	// connect; the next connect probes it (era.go).
+	eraProbe atomic.Bool
+
 	taskDone chan struct{} // the owner goroutine exited
 	done     chan struct{} // teardown finished and the record was removed
 }
@@ -77,13 +82,14 @@ type liveConn struct {
 	proc *proc.Process // stdio only
 	// ctx ends with the connection: when the server is torn down, when the
 	// session's Wait returned, when the process exited, or when the
-	// manager closed the connection (a failed health check, a flood).
+	// manager closed the connection (a failed health check, a flood, a
+	// listen stream that ended).
 	// Requests on the connection use it, and the owner's select notices
 	// the end through it.
 	ctx    context.Context
 	cancel context.CancelFunc
 	relist chan struct{} // coalesced tools/list_changed signals (cap 1)
-	// checkNow asks the health check to ping at once (cap 1).
+	// checkNow asks for a health check at once (cap 1).
 	checkNow chan struct{}
 	// resourcesChanged and promptsChanged are coalesced list_changed
 	// signals of resources and prompts (cap 1 each).
@@ -122,9 +128,24 @@ type liveConn struct {
 	flood floodLimiter
 	// unresponsive: the health check closed the connection (m.mu).
 	unresponsive bool
+	// eraChanged: a health check's server/discover was answered with an
+	// error of another protocol era, so the connection was closed for a
+	// connect that probes the era again (m.mu).
+	eraChanged bool
+	// listenCut: the subscriptions/listen stream ended without its final
+	// response, and the connection with it (m.mu).
+	listenCut bool
+	// wire keeps when the server last answered a request other than a
+	// health check, and sends health checks past the client's middleware.
+	wire wireTap
 	// flooded: the connection was closed for sending more than
 	// maxDeclinedRequests a second (m.mu).
 	flooded bool
+	// era is the ServerEraDetected the connect recorded before
+	// ServerConnected (nil: none); first, the tools/list the connect made
+	// itself (era.go).
+	era   *events.ServerEraDetected
+	first *firstList
 }
 
 // release closes lc.gone, once.

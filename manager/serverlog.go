@@ -253,3 +253,14 @@ func cutUTF8(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// logMeta returns the _meta that asks the server of lc for its logs at the
+// manager's level in a request, when the connection takes the level per
+// request (protocol 2026-07-28, which has no logging/setLevel); nil
+// otherwise. Every request that can make the server log carries it.
+func (m *Manager) logMeta(lc *liveConn) mcp.Meta {
+	if !lc.logsPerRequest {
+		return nil
+	}
+	return mcp.Meta{mcp.MetaKeyLogLevel: string(m.opts.ServerLogLevel)}
+}

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,10 @@ import (
 type logServer struct {
 	setLevels atomic.Int32
 	protocol  string // the protocol the client offers; "" for the default
+	// leveled are the methods of the requests whose _meta carried a log
+	// level, in order.
+	mu      sync.Mutex
+	leveled []string
 }
 
 type logArgs struct {
@@ -53,6 +58,13 @@ func (ls *logServer) dial(name string, _ events.ServerConfig, _ transport.Resolv
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "logging/setLevel" {
 				ls.setLevels.Add(1)
+			}
+			if p := req.GetParams(); p != nil {
+				if _, ok := p.GetMeta()[mcp.MetaKeyLogLevel]; ok {
+					ls.mu.Lock()
+					ls.leveled = append(ls.leveled, method)
+					ls.mu.Unlock()
+				}
 			}
 			return next(ctx, method, req)
 		}
@@ -268,6 +280,14 @@ func TestServerLogsPerRequest(t *testing.T) {
 		logs := logsOf(t, j)
 		if n := ls.setLevels.Load(); n != 0 || len(logs) != 1 || logs[0].Text != "during the call" || logs[0].Level != events.LogNotice {
 			t.Errorf("%d logging/setLevel requests, ServerLog %+v; want none and the notice", n, logs)
+		}
+		// Every request that can make the server log carries the level:
+		// the connect's tools/list too, not only the calls.
+		ls.mu.Lock()
+		leveled := slices.Clone(ls.leveled)
+		ls.mu.Unlock()
+		if want := []string{"tools/list", "tools/call", "tools/call"}; !slices.Equal(leveled, want) {
+			t.Errorf("requests with the log level in _meta: %v, want %v", leveled, want)
 		}
 	})
 }

@@ -82,7 +82,7 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 	ev := &events.ResourcesListed{Server: s.name, ConfigHash: s.hash, Resources: []events.ResourceDef{}, Cause: cause}
 	hints := hintsFold{off: !carriesHints(lc.cs)} // of the resource and template pages together
 	err := m.paginate(ctx, s, "resources/list", "resources", func(ctx context.Context, cursor string) (int, string, error) {
-		res, err := lc.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		res, err := lc.cs.ListResources(ctx, &mcp.ListResourcesParams{Meta: m.logMeta(lc), Cursor: cursor})
 		if err != nil {
 			return 0, "", err
 		}
@@ -98,7 +98,7 @@ func (m *Manager) listResources(s *server, lc *liveConn, cause events.ListCause,
 		return last
 	}
 	err = m.paginate(ctx, s, "resources/templates/list", "resource templates", func(ctx context.Context, cursor string) (int, string, error) {
-		res, err := lc.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+		res, err := lc.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Meta: m.logMeta(lc), Cursor: cursor})
 		if err != nil {
 			return 0, "", err
 		}
@@ -136,7 +136,7 @@ func (m *Manager) listPrompts(s *server, lc *liveConn, cause events.ListCause, l
 	ev := &events.PromptsListed{Server: s.name, ConfigHash: s.hash, Prompts: []events.PromptDef{}, Cause: cause}
 	hints := hintsFold{off: !carriesHints(lc.cs)}
 	err := m.paginate(ctx, s, "prompts/list", "prompts", func(ctx context.Context, cursor string) (int, string, error) {
-		res, err := lc.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		res, err := lc.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Meta: m.logMeta(lc), Cursor: cursor})
 		if err != nil {
 			return 0, "", err
 		}
@@ -225,9 +225,18 @@ func (m *Manager) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 	if err != nil {
 		return nil, err
 	}
-	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: m.liveName(lc, resourceNames, uri)})
+	start := m.now()
+	res, err := lc.cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: m.logMeta(lc), URI: m.liveName(lc, resourceNames, uri)})
+	read := &events.ResourceRead{Server: server, URI: lc.res.ScrubListedURL(uri), Duration: m.now().Sub(start)}
 	if err != nil {
-		return nil, surfaceError(server, "resources/read", lc, err)
+		err = surfaceError(server, "resources/read", lc, err)
+		read.Error = err.Error()
+	} else if res != nil {
+		read.Contents = len(res.Contents)
+	}
+	m.emitDeferred("", read)
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -239,9 +248,18 @@ func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[s
 	if err != nil {
 		return nil, err
 	}
-	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: m.liveName(lc, promptNames, name), Arguments: args})
+	start := m.now()
+	res, err := lc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: m.logMeta(lc), Name: m.liveName(lc, promptNames, name), Arguments: args})
+	got := &events.PromptRetrieved{Server: server, Prompt: lc.res.ScrubText(name), Duration: m.now().Sub(start)}
 	if err != nil {
-		return nil, surfaceError(server, "prompts/get", lc, err)
+		err = surfaceError(server, "prompts/get", lc, err)
+		got.Error = err.Error()
+	} else if res != nil {
+		got.Messages = len(res.Messages)
+	}
+	m.emitDeferred("", got)
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -151,6 +151,7 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 		cctx, cancel = context.WithTimeout(ctx, limit)
 	}
 	defer cancel()
+	cctx, rounds := withInputRounds(cctx)
 	res, errText, cut, err := m.doCall(cctx, s, t, args, deferred)
 	// The call leaves its group only once ToolCallFinished is recorded: a
 	// teardown or a drop waits for the calls of its connection, so its
@@ -180,7 +181,8 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 			msg: fmt.Sprintf("Tool call %s of MCP server %q timed out after %dms", t.Original, t.Server, limit.Milliseconds()), cause: ErrTimeout}})
 		errText, err = res.Text(), nil
 	}
-	fin := &events.ToolCallFinished{Server: t.Server, Tool: t.Original, Duration: m.now().Sub(begin), Retried: retried}
+	fin := &events.ToolCallFinished{Server: t.Server, Tool: t.Original, Duration: m.now().Sub(begin), Retried: retried,
+		InputRounds: rounds.count()}
 	if err == nil && errText == "" { // the server's own result
 		fin.OutputBytes, fin.Truncated = m.applyBudget(t.Server, t.Original, res, maxOutputOf(s.cfg))
 	}
@@ -258,9 +260,7 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 		args = nil
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
-	if lc.logsPerRequest {
-		params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: string(m.opts.ServerLogLevel)}
-	}
+	params.Meta = m.logMeta(lc)
 	if fn, ok := ctx.Value(progressKey{}).(func(Progress)); ok && fn != nil {
 		forget := lc.progress.register(params, fn)
 		// The go-sdk may deliver a notification just after the result.

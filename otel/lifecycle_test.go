@@ -142,3 +142,32 @@ func TestNothingAfterTheEnd(t *testing.T) {
 		t.Errorf("abandoned session: status %v reason %q", spans[0].Status, str(t, spans[0], "mcplife.reason"))
 	}
 }
+
+// A resource read and a prompt get become client spans named by their
+// method and target, timed from the event's duration, with error.type on
+// a failure.
+func TestReadAndGetSpans(t *testing.T) {
+	st := memory.New()
+	defer st.Close()
+	r := &recording{t: t, st: st, id: "s-surface", at: time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)}
+	ms := time.Millisecond
+	r.add(0, "", &events.SessionStarted{Cwd: "/work", Gate: 250 * ms})
+	r.add(ms, "", &events.ServerConnected{Server: "docs", ProtocolVersion: "2025-11-25", Duration: ms})
+	r.add(5*ms, "", &events.ResourceRead{Server: "docs", URI: "file:///readme.md", Contents: 1, Duration: 4 * ms})
+	r.add(5*ms, "", &events.PromptRetrieved{Server: "docs", Prompt: "summarize", Messages: 2, Duration: 3 * ms})
+	r.add(5*ms, "", &events.PromptRetrieved{Server: "docs", Prompt: "missing", Duration: ms, Error: `MCP server "docs": prompts/get: unknown prompt`})
+	spans := replayed(t, st, r.id)
+	read := named(spans, "resources/read file:///readme.md")
+	if len(read) != 1 || read[0].EndTime.Sub(read[0].StartTime) != 4*ms || str(t, read[0], "mcp.resource.uri") != "file:///readme.md" ||
+		str(t, read[0], "mcp.method.name") != "resources/read" {
+		t.Fatalf("resources/read spans: %d %+v", len(read), read)
+	}
+	got := named(spans, "prompts/get summarize")
+	if len(got) != 1 || got[0].EndTime.Sub(got[0].StartTime) != 3*ms || str(t, got[0], "gen_ai.prompt.name") != "summarize" {
+		t.Fatalf("prompts/get spans: %d", len(got))
+	}
+	failed := named(spans, "prompts/get missing")
+	if len(failed) != 1 || str(t, failed[0], "error.type") == "" {
+		t.Fatalf("a failed prompts/get: %d spans, error.type %q", len(failed), str(t, failed[0], "error.type"))
+	}
+}

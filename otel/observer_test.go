@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/snippettest"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/otel"
@@ -485,38 +486,7 @@ func TestREADMESpanTree(t *testing.T) {
 // The README's snippet is the body of traced in example_test.go, which
 // Example compiles and runs.
 func TestREADMESnippet(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n## Tracing a session\n")
-	if !ok {
-		t.Fatal("README has no Tracing a session section")
-	}
-	_, snippet, ok := strings.Cut(section, "```go\n")
-	if !ok {
-		t.Fatal("the section has no Go block")
-	}
-	snippet, _, _ = strings.Cut(snippet, "```")
-	src, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, ok := strings.Cut(string(src), "// README: begin\n")
-	if !ok {
-		t.Fatal("example_test.go has no README: begin marker")
-	}
-	body, _, ok = strings.Cut(body, "\t// README: end")
-	if !ok {
-		t.Fatal("example_test.go has no README: end marker")
-	}
-	var want strings.Builder
-	for line := range strings.Lines(body) {
-		want.WriteString(strings.TrimPrefix(line, "\t"))
-	}
-	if diff := cmp.Diff(want.String(), snippet); diff != "" {
-		t.Errorf("README snippet differs from traced in example_test.go (-example +README):\n%s", diff)
-	}
+	snippettest.Check(t, "README.md", "Tracing a session", "example_test.go")
 }
 
 // An Observer started on a journal with history traces what follows

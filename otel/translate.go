@@ -167,6 +167,10 @@ func (tr *translator) apply(env events.Envelope) {
 			break
 		}
 		tr.listed(s, "prompts/list", e.Server, e.Cause, e.Count, e.Duration, t, "")
+	case *events.ResourceRead:
+		tr.request(s, "resources/read", e.URI, e.Server, e.Duration, t, e.Error, KeyResourceURI.String(e.URI))
+	case *events.PromptRetrieved:
+		tr.request(s, "prompts/get", e.Prompt, e.Server, e.Duration, t, e.Error, KeyPromptName.String(e.Prompt))
 	case *events.CachedToolsServed:
 		s.event("mcplife.cache.served", t, KeyServer.String(e.Server), KeyMethodName.String("tools/list"),
 			KeyListCount.Int(e.Count), KeyCacheAgeMs.Int64(e.CacheAge.Milliseconds()))
@@ -324,6 +328,26 @@ func (tr *translator) listed(s *sessionState, method, server string, cause event
 		kv = append(kv, KeyListCount.Int(count))
 	}
 	_, span := tr.tracer.Start(s.ctx, method, trace.WithTimestamp(t.Add(-d)),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(kv...))
+	if errText != "" {
+		class := classify(errText)
+		span.SetAttributes(KeyErrorType.String(class))
+		span.SetStatus(codes.Error, errText)
+		metricKV = append(metricKV, KeyErrorType.String(class))
+	}
+	tr.inst.operation(d, metricKV)
+	span.End(trace.WithTimestamp(t))
+}
+
+// request makes the client span "METHOD TARGET" of one request that
+// finished at t after d (a resource read, a prompt get), with the
+// operation histogram's measurement.
+func (tr *translator) request(s *sessionState, method, target, server string, d time.Duration, t time.Time, errText string, extra ...attribute.KeyValue) {
+	sv := s.server(server)
+	kv := append([]attribute.KeyValue{KeyMethodName.String(method), KeyServer.String(server)}, sv.peer()...)
+	metricKV := kv[:len(kv):len(kv)]
+	kv = append(kv, extra...)
+	_, span := tr.tracer.Start(s.ctx, method+" "+target, trace.WithTimestamp(t.Add(-d)),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(kv...))
 	if errText != "" {
 		class := classify(errText)

@@ -27,11 +27,14 @@ import (
 //
 // It holds at most one message of up to [maxCheckedMessage] bytes per
 // body; a longer one is passed on unchecked, to the go-sdk's own bound on
-// an event's size. It is safe for concurrent use.
+// an event's size. Reading the events of a subscriptions/listen stream,
+// it also notices the stream's end without its final response (see
+// [OnListenEnd]). It is safe for concurrent use.
 type depthTransport struct {
 	base   http.RoundTripper
 	server string
 	log    *slog.Logger // the server's logger (nil: discard); set before the first request
+	listenHook
 }
 
 // maxCheckedMessage is the longest message depthTransport checks: the
@@ -50,7 +53,9 @@ func (t *depthTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	case "application/json":
 		resp.Body = &jsonBody{body: resp.Body, check: t.check}
 	case "text/event-stream":
-		resp.Body = newEventBody(resp.Body, t.check)
+		b := newEventBody(resp.Body, t.check)
+		b.listen = t.watch(r, resp)
+		resp.Body = b
 	}
 	return resp, nil
 }
@@ -123,6 +128,8 @@ type eventBody struct {
 	through bool     // an event over maxCheckedMessage: the rest passes unchecked
 	out     []byte   // what Read returns next
 	err     error    // the body's error, returned after out
+
+	listen *listenWatch // a subscriptions/listen stream's (nil: not one)
 }
 
 func newEventBody(body io.ReadCloser, check func([]byte) (bool, []byte)) *eventBody {
@@ -132,10 +139,17 @@ func newEventBody(body io.ReadCloser, check func([]byte) (bool, []byte)) *eventB
 func (b *eventBody) Read(p []byte) (int, error) {
 	for len(b.out) == 0 {
 		if b.err != nil {
+			if b.listen != nil {
+				b.listen.end(b.err)
+			}
 			return 0, b.err
 		}
 		if b.through {
-			return b.br.Read(p)
+			n, err := b.br.Read(p)
+			if err != nil && b.listen != nil {
+				b.listen.end(err)
+			}
+			return n, err
 		}
 		b.readLine()
 	}
@@ -210,6 +224,13 @@ func (b *eventBody) endEvent() {
 		return
 	}
 	discarded, msg := b.check(data)
+	if b.listen != nil {
+		if discarded && msg != nil {
+			b.listen.saw(msg)
+		} else {
+			b.listen.saw(data)
+		}
+	}
 	if !discarded {
 		b.out = bytes.Join(lines, nil)
 		return

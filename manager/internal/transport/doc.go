@@ -3,7 +3,9 @@
 // transport of a connect attempt (a stdio child process, streamable HTTP
 // or legacy HTTP+SSE), confines a server's configured headers and OAuth
 // token to the origin of its configured URL, takes messages nested too
-// deep for the go-sdk out of HTTP responses, substitutes a
+// deep for the go-sdk out of HTTP responses, tells the manager when a
+// subscriptions/listen stream ends without its final response
+// ([OnListenEnd]), substitutes a
 // configuration's env and header values and ${VAR} references through a
 // [Resolver] ([Resolve]), and scrubs the resolved secrets from errors,
 // stderr, transcripts and what a server says about itself ([Resolved]).
@@ -13,7 +15,8 @@
 // event and writes to no store. The manager decides when to connect, with
 // what, and what becomes of the connection; it passes in what a transport
 // needs of it (its logger, the bound on a message, the session's id, the
-// working directory) as [Options].
+// working directory) as [Options], and hears of a listen stream's end
+// through a callback that it decides how to act on.
 //
 // [Resolve] and [New] may be called concurrently, for several servers at
 // once; a [Resolved] is not changed after Resolve returns it (but for its
