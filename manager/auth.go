@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -56,6 +57,17 @@ func (m *Manager) oauthHandler(s *server, cfg events.ServerConfig) auth.OAuthHan
 	}
 	return m.auth.a.Handler(s.name, cfg, &oauth.HandlerOptions{
 		Interactive: m.opts.Auth.Interactive,
+		// Once the server is ready, a call that meets a 401 logs in
+		// where the host may open the browser; the connect and its
+		// first list end as needs-auth instead, for the host's login.
+		LoginOnUnauthorized: func() bool {
+			if !m.opts.Auth.Interactive {
+				return false
+			}
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return s.state == stReady
+		},
 		Authorized: func(r oauth.Result) {
 			m.emitDeferred("", &events.AuthCompleted{Server: s.name, Issuer: r.Issuer, Scopes: r.Scopes, ExpiresAt: r.ExpiresAt, Grant: r.Grant})
 		},
@@ -75,6 +87,65 @@ func needsAuthOf(err error) (*oauth.NeedsAuthError, bool) {
 // [ErrNeedsAuth].
 func needsAuthError(name string, ne *oauth.NeedsAuthError, cause error) error {
 	return &ServerError{Server: name, Op: OpConnect, Err: &scrubbedError{msg: ne.Error(), cause: errors.Join(ErrNeedsAuth, cause)}}
+}
+
+// withNeedsAuthSeen returns the error of a failed connect: err, unless
+// err is no needs-auth error and the connect's OAuth handler h met a 401
+// it could not answer. The go-sdk falls back to initialize after any
+// failed server/discover, so the 401 of a server whose discover needs a
+// token would otherwise read as that initialize's failure (a stateless
+// server's 400): the connect needs a login all the same.
+func withNeedsAuthSeen(h auth.OAuthHandler, err error) error {
+	if err == nil || h == nil {
+		return err
+	}
+	if _, ok := needsAuthOf(err); ok {
+		return err
+	}
+	if ne := oauth.NeedsAuthSeen(h); ne != nil {
+		return fmt.Errorf("%w (then: %w)", ne, err)
+	}
+	return err
+}
+
+// listNeedsAuth ends the connection of s, whose first tools/list met a
+// 401 that no stored token answers: a server that lets an
+// unauthenticated connect through and asks for a token on its first
+// request. The server then needs a login as a connect that met the 401
+// does: the failed list, the end of the connection and AuthRequired are
+// recorded, the record ends, and a login ([Manager.Login]) connects it
+// anew. It reports false, doing nothing, when a teardown began: the
+// teardown ends the record. The caller holds the round (r.enter).
+func (m *Manager) listNeedsAuth(s *server, lc *liveConn, r *round, late bool, d time.Duration, err error, ne *oauth.NeedsAuthError) bool {
+	m.mu.Lock()
+	if s.ending() || s.state != stListing {
+		m.mu.Unlock()
+		return false
+	}
+	m.setState(s, stNeedsAuth)
+	m.mu.Unlock()
+	err = needsAuthError(s.name, ne, err)
+	m.emitDeferred("", &events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: d})
+	disc := &events.Disconnected{Server: s.name, Reason: events.ReasonError, Error: err.Error()}
+	if cerr := m.closeConn(s, lc, disc); cerr != nil {
+		m.log.Debug("MCP server close failed", "server", s.name, "err", cerr)
+	}
+	m.emitDeferred("", disc)
+	m.markNeedsAuth(s, ne)
+	m.mu.Lock()
+	s.connErr = err
+	if m.servers[s.name] == s {
+		delete(m.servers, s.name)
+	}
+	m.setState(s, stDone)
+	close(s.done)
+	m.mu.Unlock()
+	r.settle(s.name, err)
+	r.leave()
+	if late {
+		m.log.Warn("MCP server needs authorization", "server", s.name, "err", err)
+	}
+	return true
 }
 
 // markNeedsAuth remembers that s waits for a login and records
@@ -130,6 +201,9 @@ func (m *Manager) Login(ctx context.Context, name string) (*oauth.Result, error)
 		return nil, &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("MCP server %q: OAuth login needs a remote (HTTP or SSE) server", name)}
 	}
 	res := transport.Resolve(ctx, name, cfg, m.opts.Resolver, m.log)
+	if res.Cfg.ProtocolVersion == "" {
+		res.Cfg.ProtocolVersion = m.loginVersion(name, cfg)
+	}
 	r, err := m.auth.a.Login(ctx, name, res.Cfg, res.Headers)
 	if errors.Is(err, oauth.ErrNotRequired) {
 		r, err = nil, nil
@@ -149,6 +223,20 @@ func (m *Manager) Login(ctx context.Context, name string) (*oauth.Result, error)
 		}
 	}
 	return r, err
+}
+
+// loginVersion is the protocol version a login to the server of the
+// unpinned cfg speaks: the server's era as last recorded (a stateless
+// server answers an older version's initialize with a 400, not the 401
+// that starts the flow), else the manager's own version; "" leaves it to
+// the authorizer.
+func (m *Manager) loginVersion(name string, cfg events.ServerConfig) string {
+	if m.cache != nil {
+		if era, ok := m.cache.LookupEra(m.j.Host(), name, cfg.Hash(), m.now()); ok && era.ProtocolVersion != "" {
+			return era.ProtocolVersion
+		}
+	}
+	return m.opts.ProtocolVersion
 }
 
 // forgetNeedsAuth drops name from the servers waiting for a login: a new

@@ -408,6 +408,9 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	}
 	m.yield("run.listed", s.name)
 	late := r.enter(s.name)
+	if ne, auth := needsAuthOf(err); auth && m.listNeedsAuth(s, lc, r, late, m.now().Sub(listStart), err, ne) {
+		return nil, "", false, false
+	}
 	if err != nil {
 		m.emitDeferred("", &events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(listStart)})
 	} else {
@@ -555,6 +558,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	cs, err := client.Connect(cctx, m.transcribe(s, res, t), &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
+	err = withNeedsAuthSeen(res.OAuth, err)
 	p := transport.Process(t)
 	lc.pool = transport.Pool(t)
 	if err != nil {

@@ -225,8 +225,12 @@ type AuthOptions struct {
 	// [Manager.Login].
 	OAuth *oauth.Authorizer
 	// Interactive lets a call that meets 403 insufficient_scope run the
-	// browser login for the extra scopes (a step-up) instead of failing
-	// with the login command. Default: false.
+	// browser login for the extra scopes (a step-up), and a call that
+	// meets a 401 on a connection that is up (a server that let the
+	// connect through without a token) run the login, instead of failing
+	// with the login command. A connect, or its first tools/list, that
+	// meets a 401 still ends as needs-auth, for [Manager.Login]. Default:
+	// false.
 	Interactive bool
 }
 

@@ -16,6 +16,7 @@ import (
 //	dialing    → closing     the connect failed for good, or a teardown began
 //	listing    → ready       the first tools/list settled
 //	listing    → dropped     the connection ended on its own
+//	listing    → needs-auth  the first tools/list wants an OAuth login (the record ends)
 //	listing    → closing     a teardown began
 //	ready      → dropped     the connection ended on its own
 //	ready      → closing     a teardown began
@@ -59,7 +60,7 @@ func (st state) String() string {
 // transitions lists, per state, the states it may change to.
 var transitions = map[state][]state{
 	stDialing:   {stListing, stBackoff, stNeedsAuth, stClosing},
-	stListing:   {stReady, stDropped, stClosing},
+	stListing:   {stReady, stDropped, stNeedsAuth, stClosing},
 	stReady:     {stDropped, stClosing},
 	stDropped:   {stBackoff, stClosing},
 	stBackoff:   {stDialing, stClosing},

@@ -94,7 +94,7 @@ func New(opts *Options) (*Authorizer, error) {
 		base = http.DefaultTransport
 	}
 	c := *o.HTTPClient
-	c.Transport = &sameOriginIssuer{base: base, log: o.Log}
+	c.Transport = &sameOriginIssuer{base: &resetRetry{base: base}, log: o.Log}
 	o.HTTPClient = &c
 	if o.Open == nil {
 		o.Open = OpenBrowser
@@ -172,9 +172,16 @@ func (e *NeedsAuthError) Unwrap() error { return e.Err }
 // HandlerOptions are the options of one connection's handler.
 type HandlerOptions struct {
 	// Interactive lets a step-up (403 insufficient_scope) run the browser
-	// login. A connect never does: a 401 without a usable token always
-	// ends in a [*NeedsAuthError].
+	// login. A 401 without a usable token ends in a [*NeedsAuthError],
+	// unless LoginOnUnauthorized says otherwise.
 	Interactive bool
+	// LoginOnUnauthorized, when set and reporting true at the time, lets
+	// a 401 that no stored token, refresh or grant answers run the
+	// browser login as well: a host that may open the browser, once its
+	// connection is up (a server that let the connect through and asks
+	// for a token on a call). Its connect's own 401s should still end in
+	// a [*NeedsAuthError].
+	LoginOnUnauthorized func() bool
 	// Authorized is called after the handler obtained a token by itself
 	// (a client-credentials grant, or an interactive step-up).
 	Authorized func(Result)
@@ -219,6 +226,10 @@ type handler struct {
 	// and may open the browser.
 	login bool
 
+	// loginMu serialises the handler's logins: requests that meet a 401
+	// at once (a call beside a notification) open one browser login.
+	loginMu sync.Mutex
+
 	mu      sync.Mutex
 	loaded  bool
 	entry   *Entry
@@ -226,6 +237,11 @@ type handler struct {
 	logins  int
 	result  *Result
 	secrets []string // (mu) every token, code and secret seen, to scrub from errors
+	// failure is the last error Authorize returned, needs the last
+	// [*NeedsAuthError] among them, and again the error of a login that
+	// followed an authorization already obtained (a re-authorization).
+	failure, again error
+	needs          *NeedsAuthError
 }
 
 var _ auth.OAuthHandler = (*handler)(nil)
@@ -512,8 +528,38 @@ func (h *handler) clientSecret(ctx context.Context, e *Entry) string {
 
 // Authorize answers a 401 or 403: a refresh, a client-credentials grant,
 // a login (an explicit one, or an interactive step-up), else a
-// [*NeedsAuthError].
+// [*NeedsAuthError]. The handler keeps what it returned, so that a
+// failure the go-sdk does not pass on (a 401 to server/discover, after
+// which it falls back to initialize) is still known: [NeedsAuthSeen].
 func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	err := h.authorize(ctx, req, resp)
+	if err != nil {
+		h.mu.Lock()
+		h.failure = err
+		if ne, ok := errors.AsType[*NeedsAuthError](err); ok {
+			h.needs = ne
+		}
+		h.mu.Unlock()
+	}
+	return err
+}
+
+// NeedsAuthSeen returns the last [*NeedsAuthError] that h, a handler from
+// [Authorizer.Handler], answered a 401 or 403 with, or nil. A client
+// whose connect failed otherwise (the go-sdk falls back to initialize
+// after any failed server/discover, which a stateless server refuses)
+// reports the connect as needing a login with it.
+func NeedsAuthSeen(h auth.OAuthHandler) *NeedsAuthError {
+	ours, ok := h.(*handler)
+	if !ok {
+		return nil
+	}
+	ours.mu.Lock()
+	defer ours.mu.Unlock()
+	return ours.needs
+}
+
+func (h *handler) authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	cs := challengesOf(resp)
 	stepUp := resp.StatusCode == http.StatusForbidden
@@ -526,7 +572,7 @@ func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	h.mu.Lock()
 	e := h.entry
 	h.mu.Unlock()
-	if !stepUp && !h.login && e != nil && e.Token.RefreshToken != "" {
+	if !stepUp && !h.login && e != nil && e.Token.RefreshToken != "" && !h.issuerMoved(ctx, e, cs) {
 		// The server refused the token: refresh once, then retry.
 		if _, err := h.refresh(ctx, e); err == nil {
 			return nil
@@ -536,7 +582,17 @@ func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if stepUp && e != nil && len(want) > 0 && subset(want, e.Scopes) {
 		return fmt.Errorf("MCP server %q refuses the token although it holds the scopes the server asks for (%s)", h.server, strings.Join(want, " "))
 	}
-	if h.login || (stepUp && h.ho.Interactive) {
+	if h.login || (stepUp && h.ho.Interactive) || (!stepUp && h.ho.LoginOnUnauthorized != nil && h.ho.LoginOnUnauthorized()) {
+		h.loginMu.Lock()
+		defer h.loginMu.Unlock()
+		h.mu.Lock()
+		cur := h.entry
+		h.mu.Unlock()
+		if sent, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); cur != nil && cur.Token.AccessToken != sent {
+			// Another request's login (or refresh) got a token since
+			// this one was sent: it is retried with that token.
+			return nil
+		}
 		h.mu.Lock()
 		n := h.logins
 		h.logins++
@@ -548,7 +604,16 @@ func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		if e != nil {
 			extra = e.Scopes // a step-up keeps what was granted
 		}
-		return h.authorizationCode(ctx, req, resp, cs, extra)
+		h.mu.Lock()
+		had := h.result != nil
+		h.mu.Unlock()
+		err := h.authorizationCode(ctx, req, resp, cs, extra)
+		if err != nil && had {
+			h.mu.Lock()
+			h.again = err
+			h.mu.Unlock()
+		}
+		return err
 	}
 	ne := &NeedsAuthError{Server: h.server, StepUp: stepUp, Login: h.a.opts.LoginCommand(h.server)}
 	if stepUp {
@@ -565,6 +630,15 @@ func (h *handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	}
 	ne.Issuer, ne.Scopes = md.asm.Issuer, union(md.scopes(), h.oc.Scopes)
 	return ne
+}
+
+// issuerMoved reports whether the server now names another authorization
+// server than the one that issued e: its refresh token is of no use
+// there, and the client registration of the old one must not be
+// presented to the new one (a new login registers anew).
+func (h *handler) issuerMoved(ctx context.Context, e *Entry, cs []oauthex.Challenge) bool {
+	md, err := discover(ctx, h.a.opts.HTTPClient, h.url, cs)
+	return err == nil && e.Issuer != "" && md.asm.Issuer != e.Issuer
 }
 
 // authorizationCode runs the go-sdk's authorization code handler (PKCE,
@@ -694,6 +768,10 @@ func (h *handler) fetcher(lb *loopback) auth.AuthorizationCodeFetcher {
 		}
 		select {
 		case cr := <-lb.results:
+			// The code exchange follows at once; an idle connection to
+			// the authorization server may have been closed by it while
+			// the user was in the browser.
+			h.a.opts.HTTPClient.CloseIdleConnections()
 			if cr.res != nil {
 				h.mu.Lock()
 				h.addSecret(cr.res.Code)
@@ -908,15 +986,27 @@ func (a *Authorizer) Login(ctx context.Context, server string, cfg events.Server
 		cs.Close()
 	}
 	h.mu.Lock()
-	res := h.result
+	res, failure, again := h.result, h.failure, h.again
 	h.mu.Unlock()
 	if res != nil {
+		if again != nil {
+			// The server refused the first token and asked for another
+			// login, which failed: the login did not get a token the
+			// server takes.
+			return nil, h.scrub(fmt.Errorf("oauth: login to %s: the server asked to authorize again, which failed: %w", server, again))
+		}
 		if err != nil {
 			a.opts.Log.Info("MCP server refused a request after the login", "server", server, "err", h.scrub(err))
 		}
 		return res, nil
 	}
 	if err != nil {
+		if failure != nil {
+			// The authorization's own failure: the go-sdk falls back to
+			// initialize after a failed server/discover, and a stateless
+			// server's refusal of that would hide it.
+			err = failure
+		}
 		return nil, h.scrub(fmt.Errorf("oauth: login to %s: %w", server, err))
 	}
 	return nil, ErrNotRequired

@@ -62,11 +62,13 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return t.base.RoundTrip(r)
 	}
-	resp, err := t.send(r, r.Body)
+	resp, sent, err := t.send(r, r.Body)
 	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return resp, err
 	}
-	if err := t.h.Authorize(r.Context(), r, resp); err != nil { // Authorize closes resp.Body
+	// The handler sees the request as it was sent, with the token it
+	// carried.
+	if err := t.h.Authorize(r.Context(), sent, resp); err != nil { // Authorize closes resp.Body
 		return nil, err
 	}
 	var body io.ReadCloser = http.NoBody
@@ -80,16 +82,18 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		body = b
 	}
-	return t.send(r, body)
+	resp, _, err = t.send(r, body)
+	return resp, err
 }
 
-// send sends a copy of r with body and the handler's current token.
-func (t *authTransport) send(r *http.Request, body io.ReadCloser) (*http.Response, error) {
+// send sends a copy of r with body and the handler's current token, and
+// returns the copy sent.
+func (t *authTransport) send(r *http.Request, body io.ReadCloser) (*http.Response, *http.Request, error) {
 	req := r.Clone(r.Context())
 	req.Body = body
 	ts, err := t.h.TokenSource(r.Context())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ts != nil {
 		tok, err := ts.Token()
@@ -98,10 +102,11 @@ func (t *authTransport) send(r *http.Request, body io.ReadCloser) (*http.Respons
 		case err == nil && tok != nil:
 			tok.SetAuthHeader(req)
 		case err != nil && !(errors.As(err, &rerr) && rerr.ErrorCode == "invalid_grant"):
-			return nil, fmt.Errorf("oauth: token: %w", err)
+			return nil, nil, fmt.Errorf("oauth: token: %w", err)
 		}
 		// An invalid grant (a refresh token that expired for good) goes
 		// without a token: the server's 401 then asks the handler.
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	return resp, req, err
 }

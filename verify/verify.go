@@ -243,8 +243,10 @@ func (c *Checker) Apply(env events.Envelope) {
 		}
 		s.scheduled = e.Attempt
 	case *events.AuthRequired:
-		// It explains the connect that just failed for want of a login.
-		if s := c.srv(e.Server); s.phase != phaseFailed {
+		// It explains the connect that just failed for want of a login,
+		// or the connection just ended because its first request met one
+		// (a server that lets an unauthenticated connect through).
+		if s := c.srv(e.Server); s.phase != phaseFailed && s.phase != phaseDisconnected {
 			c.fail(env, e.Server, RuleAuthAfterFailedConnect, "AuthRequired while %s", phaseName(s.phase))
 		}
 	case *events.ReconnectGaveUp:

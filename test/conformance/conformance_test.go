@@ -43,19 +43,7 @@ var sets = []string{"2025-11-25", "2026-07-28"}
 // knownFailures are the scenarios mcp-audit fails today, keyed by set and
 // scenario, with what it does wrong. The test fails when one of them
 // passes, so the table is kept honest: delete the entry with the fix.
-var knownFailures = map[string]string{
-	// These servers let an unauthenticated initialize through and answer
-	// 401 on tools/list: the connect succeeds, the list fails, the server
-	// never reads needs-auth, so `run --login` never logs in.
-	"2025-11-25/run-login/auth/scope-step-up":     "run --login does not log in on a 401 to tools/list after an unauthenticated initialize: no authorization request",
-	"2025-11-25/run-login/auth/scope-retry-limit": "run --login does not log in on a 401 to tools/list after an unauthenticated initialize: no authorization request",
-	// At 2026-07-28 their server/discover needs the token: its 401 makes
-	// the go-sdk fall back to initialize, which the stateless server
-	// rejects with a 400, so the connect fails without needs-auth.
-	"2026-07-28/run-login/auth/scope-step-up":                  "a 401 on server/discover is taken as a legacy server: initialize, 400, no login",
-	"2026-07-28/run-login/auth/scope-retry-limit":              "a 401 on server/discover is taken as a legacy server: initialize, 400, no login",
-	"2026-07-28/run-login/auth/authorization-server-migration": "a 401 on server/discover is taken as a legacy server: initialize, 400, no login, so no registration at either authorization server",
-}
+var knownFailures = map[string]string{}
 
 // mayRefuse are the scenarios in which the client is expected to refuse
 // (a resource or issuer it must not trust, a retry limit, tools it must
