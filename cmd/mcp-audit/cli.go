@@ -469,33 +469,17 @@ func (g *globals) spoolDir() string {
 }
 
 // resolveSession maps "last", an exact id or a unique id prefix onto a
-// recorded session id.
+// recorded session id ([store.ResolveSession]); a reference that names no
+// one session is a usage error.
 func resolveSession(ctx context.Context, st store.Store, arg string) (string, error) {
-	var last string
-	var matches []string
-	for info, err := range st.Streams(ctx) {
-		if err != nil {
-			return "", err
+	id, err := store.ResolveSession(ctx, st, arg)
+	if re, ok := errors.AsType[*store.SessionRefError](err); ok {
+		if !re.Empty && re.Matches == 0 {
+			return "", usagef("%s (see mcp-audit sessions)", re)
 		}
-		if info.Stream == arg {
-			return arg, nil
-		}
-		last = info.Stream
-		if strings.HasPrefix(info.Stream, arg) {
-			matches = append(matches, info.Stream)
-		}
+		return "", usagef("%s", re)
 	}
-	switch {
-	case arg == "last" && last != "":
-		return last, nil
-	case arg == "last":
-		return "", usagef("no sessions recorded yet")
-	case len(matches) == 1:
-		return matches[0], nil
-	case len(matches) > 1:
-		return "", usagef("session prefix %q is ambiguous (%d sessions)", arg, len(matches))
-	}
-	return "", usagef("no session %q (see mcp-audit sessions)", arg)
+	return id, err
 }
 
 // openSession opens the store read-only and resolves arg to a session id.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -178,31 +177,11 @@ func postgresTarget(raw string) (connString, schema string) {
 }
 
 // resolveSession maps "last", an exact id or a unique id prefix onto a
-// recorded session id, as mcp-audit does.
+// recorded session id, as mcp-audit does ([store.ResolveSession]).
 func resolveSession(ctx context.Context, st store.Store, arg string) (string, error) {
-	var last string
-	var matches []string
-	for info, err := range st.Streams(ctx) {
-		if err != nil {
-			return "", err
-		}
-		if info.Stream == arg {
-			return arg, nil
-		}
-		last = info.Stream
-		if strings.HasPrefix(info.Stream, arg) {
-			matches = append(matches, info.Stream)
-		}
+	id, err := store.ResolveSession(ctx, st, arg)
+	if re, ok := errors.AsType[*store.SessionRefError](err); ok {
+		return "", fmt.Errorf("%w: %s", errUsage, re)
 	}
-	switch {
-	case arg == "last" && last != "":
-		return last, nil
-	case arg == "last":
-		return "", fmt.Errorf("%w: no sessions recorded yet", errUsage)
-	case len(matches) == 1:
-		return matches[0], nil
-	case len(matches) > 1:
-		return "", fmt.Errorf("%w: session prefix %q is ambiguous (%d sessions)", errUsage, arg, len(matches))
-	}
-	return "", fmt.Errorf("%w: no session %q", errUsage, arg)
+	return id, err
 }
