@@ -23,15 +23,11 @@ import (
 // freshness by them, and a connection to such a server whose tool list
 // is still fresh in the cache takes it from there instead of asking.
 
-// listHintsSince is the first protocol version whose list results carry
-// cache hints; a connection at an earlier version records none.
-const listHintsSince = "2026-07-28"
-
 // carriesHints reports whether the lists of cs carry cache hints: the
-// version the connection negotiated is listHintsSince or later.
+// version the connection negotiated is of the modern era.
 func carriesHints(cs *mcp.ClientSession) bool {
 	init := cs.InitializeResult()
-	return init != nil && init.ProtocolVersion >= listHintsSince
+	return init != nil && modernEra(init.ProtocolVersion)
 }
 
 // hintsFold folds the cache hints of a list's pages into the list's: the

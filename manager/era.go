@@ -52,7 +52,9 @@ import (
 
 const (
 	// modernProtocol is the first protocol version of the modern era: no
-	// initialize, server/discover instead.
+	// initialize (server/discover instead), no ping, no logging/setLevel
+	// (the client's settings in each request's _meta), and list results
+	// with cache hints.
 	modernProtocol = "2026-07-28"
 	// legacyProtocol is the version a connect offers a server recorded
 	// as legacy.
@@ -67,9 +69,9 @@ const (
 // the connect is made again with the probe on the wire.
 var errEraContradicted = errors.New("the server contradicted its recorded era")
 
-// modernWanted reports whether a connect offering version pv starts with
-// server/discover.
-func modernWanted(pv string) bool { return pv >= modernProtocol }
+// modernEra reports whether protocol version pv is of the modern era (a
+// connect offering it starts with server/discover).
+func modernEra(pv string) bool { return pv >= modernProtocol }
 
 // eraConnect is the era's part of one modern-wanted connect: what the
 // record said, and what the wire answered.
@@ -101,7 +103,7 @@ type eraConnect struct {
 // the connect is not modern-wanted. probe drops the record (a retry after
 // a contradiction).
 func (m *Manager) planEra(s *server, pv string, probe bool) *eraConnect {
-	if !modernWanted(pv) {
+	if !modernEra(pv) {
 		return nil
 	}
 	ec := &eraConnect{}
@@ -278,7 +280,7 @@ func (ec *eraConnect) legacyContradicted() bool {
 		return false
 	}
 	supported := refusedVersions(we)
-	return len(supported) > 0 && !slices.ContainsFunc(supported, func(v string) bool { return !modernWanted(v) })
+	return len(supported) > 0 && !slices.ContainsFunc(supported, func(v string) bool { return !modernEra(v) })
 }
 
 // legacyOnlyRefusal reports whether we is an unsupported-version error
@@ -288,7 +290,7 @@ func legacyOnlyRefusal(we *jsonrpc.Error) bool {
 		return false
 	}
 	supported := refusedVersions(we)
-	return len(supported) > 0 && !slices.ContainsFunc(supported, modernWanted)
+	return len(supported) > 0 && !slices.ContainsFunc(supported, modernEra)
 }
 
 // refusedVersions returns the versions an unsupported-version error says
@@ -325,7 +327,7 @@ func (ec *eraConnect) detected(s *server, res transport.Resolved, init *mcp.Init
 	}
 	ev := &events.ServerEraDetected{Server: s.name, ConfigHash: s.hash, ProtocolVersion: init.ProtocolVersion}
 	switch {
-	case modernWanted(init.ProtocolVersion):
+	case modernEra(init.ProtocolVersion):
 		ev.Era = events.EraModern
 		if d := ec.discover; d != nil {
 			ev.SupportedVersions = slices.Clone(d.SupportedVersions)

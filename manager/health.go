@@ -73,13 +73,6 @@ const (
 	healthOtherEra        // server/discover answered with an error of another era
 )
 
-// pinglessProtocol is the first protocol version without ping: a server
-// that negotiated it (or a later one) is checked with server/discover.
-const pinglessProtocol = "2026-07-28"
-
-// probeMethod is the request that checks a server without ping.
-const probeMethod = "server/discover"
-
 // probe runs one health check of lc. A legacy server is pinged; one that
 // does not know ping passes. A modern one is sent server/discover on its
 // own connection, straight to the wire (see wireTap): a stateless POST
@@ -96,7 +89,7 @@ func (m *Manager) probe(s *server, lc *liveConn) health {
 	if init := lc.cs.InitializeResult(); init != nil {
 		version = init.ProtocolVersion
 	}
-	if version < pinglessProtocol {
+	if !modernEra(version) {
 		err := lc.cs.Ping(ctx, nil)
 		if err == nil || lc.ctx.Err() != nil {
 			return healthOK // the end of the connection is serve's to notice
@@ -106,7 +99,7 @@ func (m *Manager) probe(s *server, lc *liveConn) health {
 		}
 		return healthNoAnswer
 	}
-	res, err := mcp.CallCustomMethod[*mcp.DiscoverParams, *mcp.DiscoverResult](ctx, lc.cs, probeMethod, &mcp.DiscoverParams{})
+	res, err := mcp.CallCustomMethod[*mcp.DiscoverParams, *mcp.DiscoverResult](ctx, lc.cs, methodDiscover, &mcp.DiscoverParams{})
 	switch {
 	case lc.ctx.Err() != nil:
 		return healthOK
@@ -151,7 +144,7 @@ func (w *wireTap) inner(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		switch {
-		case err != nil, method == "ping", method == probeMethod, method == "subscriptions/listen",
+		case err != nil, method == "ping", method == methodDiscover, method == methodListen,
 			strings.HasPrefix(method, "notifications/"):
 		default:
 			now := time.Now()

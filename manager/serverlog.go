@@ -41,11 +41,6 @@ const (
 	ServerLogsOff events.LogLevel = "off"
 )
 
-// protocolPerRequestMeta is the first protocol version in which clients
-// send their settings (the log level among them) in each request's _meta
-// and logging/setLevel is gone.
-const protocolPerRequestMeta = "2026-07-28"
-
 // logLevels ranks the MCP logging levels, lowest first.
 var logLevels = map[events.LogLevel]int{
 	events.LogDebug: 0, events.LogInfo: 1, events.LogNotice: 2, events.LogWarning: 3,
@@ -93,7 +88,7 @@ func (m *Manager) askForLogs(cs *mcp.ClientSession) (setLevel, perRequest bool) 
 	if m.opts.ServerLogLevel == ServerLogsOff || init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil {
 		return false, false
 	}
-	if init.ProtocolVersion >= protocolPerRequestMeta {
+	if modernEra(init.ProtocolVersion) {
 		return false, true
 	}
 	return true, false

@@ -272,7 +272,7 @@ func TestServerLogsOff(t *testing.T) {
 // server sends while answering are recorded.
 func TestServerLogsPerRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ls := &logServer{protocol: protocolPerRequestMeta}
+		ls := &logServer{protocol: modernProtocol}
 		m, j := logEnv(t, ls, Options{}, &records{})
 		callLog(t, m, logArgs{Level: "debug", Text: "below info"})
 		callLog(t, m, logArgs{Level: "notice", Text: "during the call"})
