@@ -231,12 +231,15 @@ func (m *Manager) Login(ctx context.Context, name string) (*oauth.Result, error)
 // that starts the flow), else the manager's own version; "" leaves it to
 // the authorizer.
 func (m *Manager) loginVersion(name string, cfg events.ServerConfig) string {
-	if m.cache != nil {
+	if cfg.Era == events.ConfigEraModern || cfg.Transport() == events.TransportSSE {
+		return m.offeredVersion(cfg)
+	}
+	if m.cache != nil && cfg.Era != events.ConfigEraLegacy {
 		if era, ok := m.cache.LookupEra(m.j.Host(), name, cfg.Hash(), m.now()); ok && era.ProtocolVersion != "" {
 			return era.ProtocolVersion
 		}
 	}
-	return m.opts.ProtocolVersion
+	return m.offeredVersion(cfg)
 }
 
 // forgetNeedsAuth drops name from the servers waiting for a login: a new

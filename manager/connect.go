@@ -541,10 +541,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	transport.OnListenEnd(t, func(err error) { m.listenEnded(s, lc, err) })
 	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(m.rootsFor(s.cfg)...)
-	pv := m.opts.ProtocolVersion
-	if s.cfg.ProtocolVersion != "" {
-		pv = s.cfg.ProtocolVersion
-	}
+	pv := m.offeredVersion(s.cfg)
 	ec := m.planEra(s, pv, probe)
 	if ec != nil {
 		client.AddSendingMiddleware(ec.middleware)
