@@ -3,63 +3,48 @@ package manager
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/manager/internal/conn"
 )
 
-// Every state but done has a way out, every state is reached from
-// dialing, where a record is born, and done is reached from every state:
-// no record can be stuck.
-func TestStateTransitionsReachDone(t *testing.T) {
-	all := []state{stDialing, stListing, stReady, stBackoff, stDropped, stNeedsAuth, stClosing, stDone}
-	reach := func(from state) map[state]bool {
-		seen := map[state]bool{from: true}
-		for todo := []state{from}; len(todo) > 0; {
-			s := todo[0]
-			todo = todo[1:]
-			for _, n := range transitions[s] {
-				if !seen[n] {
-					seen[n] = true
-					todo = append(todo, n)
-				}
-			}
-		}
-		return seen
+// recordAt returns a record brought to st by legal transitions.
+func recordAt(t *testing.T, m *Manager, st state) *server {
+	t.Helper()
+	path := map[state][]state{
+		stListing: {stListing}, stReady: {stListing, stReady}, stBackoff: {stBackoff}, stDropped: {stListing, stDropped},
+		stNeedsAuth: {stNeedsAuth}, stClosing: {stClosing}, stDone: {stClosing, stDone},
 	}
-	born := reach(stDialing)
-	for _, s := range all {
-		if !born[s] {
-			t.Errorf("%s is never reached", s)
-		}
-		if !reach(s)[stDone] {
-			t.Errorf("%s never reaches done", s)
-		}
-		if s != stDone && len(transitions[s]) == 0 {
-			t.Errorf("%s has no way out", s)
-		}
+	s := &server{name: "x", mach: conn.New(time.Time{})}
+	for _, to := range path[st] {
+		m.setState(s, to)
 	}
-	if len(transitions[stDone]) != 0 {
-		t.Error("done has a way out")
-	}
+	return s
 }
 
-// An illegal transition is a bug that tests see at once.
+// An illegal transition is a bug that tests see at once (the table and
+// every pair of states are checked in manager/internal/conn).
 func TestIllegalTransitionPanicsInTests(t *testing.T) {
+	m := &Manager{now: time.Now}
 	for _, c := range []struct{ from, to state }{
 		{stReady, stListing}, {stDone, stDialing}, {stClosing, stReady}, {stBackoff, stReady}, {stNeedsAuth, stDialing}, {stDropped, stReady}, {stDropped, stDone},
 	} {
 		func() {
+			s := recordAt(t, m, c.from)
 			defer func() {
 				r := recover()
 				if r == nil || !strings.Contains(r.(error).Error(), "illegal state transition "+c.from.String()+" → "+c.to.String()) {
 					t.Errorf("%s → %s: recovered %v, want an illegal-transition panic", c.from, c.to, r)
 				}
 			}()
-			m := &Manager{}
-			m.setState(&server{name: "x", state: c.from}, c.to)
+			m.setState(s, c.to)
 		}()
 	}
-	m := &Manager{}
-	s := &server{name: "x", state: stDialing}
+	s := recordAt(t, m, stDialing)
 	for _, to := range []state{stListing, stReady, stClosing, stDone} {
 		m.setState(s, to)
+	}
+	if st := s.mach.Load(); st.State != stDone || st.Gen != 1 {
+		t.Fatalf("snapshot %+v, want done after one connection", st)
 	}
 }
