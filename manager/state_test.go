@@ -1,8 +1,10 @@
 package manager
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcplife/mcplife/manager/internal/conn"
@@ -47,4 +49,51 @@ func TestIllegalTransitionPanicsInTests(t *testing.T) {
 	if st := s.mach.Load(); st.State != stDone || st.Gen != 1 {
 		t.Fatalf("snapshot %+v, want done after one connection", st)
 	}
+}
+
+// A record's snapshot follows its lifecycle: ready after the first
+// connection, backoff with the delay and the drop's error after a drop,
+// ready again on a second connection after ReconnectNow, done once torn
+// down; a snapshot loaded earlier stays as it was.
+func TestStateSnapshotFollowsTheLifecycle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newReconnectEnv(t, Options{Reconnect: ReconnectPolicy{Initial: time.Hour, Max: time.Hour, NoJitter: true}})
+		defer e.close()
+		e.connect("a")
+		e.m.mu.Lock()
+		s := e.m.servers["a"]
+		e.m.mu.Unlock()
+		first := s.mach.Load()
+		if first.State != stReady || first.Gen != 1 || first.Attempt != 1 || first.Err != "" || first.RetryDelay != 0 {
+			t.Fatalf("connected: %+v", *first)
+		}
+		kept := *first
+
+		e.ds.drop("a")
+		e.flush()
+		back := s.mach.Load()
+		if back.State != stBackoff || back.Gen != 1 || back.Attempt != 1 || back.Err != "connection closed" ||
+			back.RetryDelay != time.Hour || !back.RetryDue.Equal(back.Since.Add(time.Hour)) || back.Since.Before(first.Since) {
+			t.Fatalf("after the drop: %+v", *back)
+		}
+
+		if err := e.m.ReconnectNow("a"); err != nil {
+			t.Fatal(err)
+		}
+		e.flush()
+		again := s.mach.Load()
+		if again.State != stReady || again.Gen != 2 || again.Attempt != 2 || again.RetryDelay != 0 || !again.RetryDue.IsZero() {
+			t.Fatalf("reconnected: %+v", *again)
+		}
+		if *first != kept {
+			t.Fatalf("the first snapshot changed: %+v, was %+v", *first, kept)
+		}
+
+		if err := e.m.DisconnectServer(context.Background(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.mach.State(); st != stDone {
+			t.Fatalf("torn down: %s", st)
+		}
+	})
 }
