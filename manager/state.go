@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -48,13 +49,24 @@ func (s *server) ending() bool { return s.mach.State().Ending() }
 // logged elsewhere (the state changes anyway, as the code that asked for
 // it expects). Requires m.mu.
 func (m *Manager) setState(s *server, to state, edits ...func(*conn.Snapshot)) {
+	m.assertLocked(s)
 	m.stateBug(s, s.mach.To(to, m.now(), edits...))
 }
 
 // noteState publishes edits to s's snapshot without a transition.
 // Requires m.mu.
 func (m *Manager) noteState(s *server, edits ...func(*conn.Snapshot)) {
+	m.assertLocked(s)
 	m.stateBug(s, s.mach.Note(edits...))
+}
+
+// assertLocked checks, in tests, that m.mu is held by someone when s's
+// state changes: the writers of a record take turns under it.
+func (m *Manager) assertLocked(s *server) {
+	if testing.Testing() && m.mu.TryLock() {
+		m.mu.Unlock()
+		m.stateBug(s, errors.New("state changed without the manager's mutex"))
+	}
 }
 
 // stateBug reports a failed change of s's machine: it panics in tests and

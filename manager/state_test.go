@@ -18,6 +18,8 @@ func recordAt(t *testing.T, m *Manager, st state) *server {
 		stNeedsAuth: {stNeedsAuth}, stClosing: {stClosing}, stDone: {stClosing, stDone},
 	}
 	s := &server{name: "x", mach: conn.New(time.Time{})}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, to := range path[st] {
 		m.setState(s, to)
 	}
@@ -39,13 +41,17 @@ func TestIllegalTransitionPanicsInTests(t *testing.T) {
 					t.Errorf("%s → %s: recovered %v, want an illegal-transition panic", c.from, c.to, r)
 				}
 			}()
+			m.mu.Lock()
+			defer m.mu.Unlock()
 			m.setState(s, c.to)
 		}()
 	}
 	s := recordAt(t, m, stDialing)
+	m.mu.Lock()
 	for _, to := range []state{stListing, stReady, stClosing, stDone} {
 		m.setState(s, to)
 	}
+	m.mu.Unlock()
 	if st := s.mach.Load(); st.State != stDone || st.Gen != 1 {
 		t.Fatalf("snapshot %+v, want done after one connection", st)
 	}
@@ -96,4 +102,16 @@ func TestStateSnapshotFollowsTheLifecycle(t *testing.T) {
 			t.Fatalf("torn down: %s", st)
 		}
 	})
+}
+
+// A state changed without the manager's mutex is a bug tests see.
+func TestStateChangeWithoutTheMutexPanicsInTests(t *testing.T) {
+	m := &Manager{now: time.Now}
+	s := recordAt(t, m, stDialing)
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(error).Error(), "without the manager's mutex") {
+			t.Errorf("recovered %v, want a panic for a state changed without m.mu", r)
+		}
+	}()
+	m.setState(s, stListing)
 }
