@@ -43,23 +43,44 @@ type chainTail struct {
 // hashing (about an eighth of a 1,000-row append's time in the writer)
 // overlaps SQLite's work on the statements before; a smaller one has them
 // computed in place. The rows must not change until done has returned.
+//
+// The writer keeps one rowChain (DB.chain) from one append to the next:
+// the values go into the same buffer each time, each already boxed as the
+// driver argument insert binds, so that an append allocates nothing per
+// row for its chain values.
 type rowChain struct {
-	hashes [][]byte // hashes[i] is the chain value of the append's row i
-	ready  chan int // rows computed so far, after each statement's; closed after the last
-	n      int      // rows known to be computed
-	last   [store.ChainHashSize]byte
+	vals  []any    // vals[i] is row i's chain value, a []byte into buf
+	buf   []byte   // the values, ChainHashSize bytes each
+	ready chan int // rows computed so far, after each statement's
+	n     int      // rows known to be computed
+	total int      // rows of the append
+	last  [store.ChainHashSize]byte
 }
 
-// chainRows starts computing the chain values of out, stored envelopes with
-// consecutive seqs following the event whose chain value is prev.
-func chainRows(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain {
-	c := &rowChain{hashes: make([][]byte, len(out))}
-	buf := make([]byte, store.ChainHashSize*len(out))
+// keptChainRows is the most rows whose buffer the writer keeps for the
+// next append; a larger append has buffers of its own.
+const keptChainRows = 4 * largeGroup
+
+// start starts computing the chain values of out, stored envelopes with
+// consecutive seqs following the event whose chain value is prev. The
+// previous append's values must be done.
+func (c *rowChain) start(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain {
+	if len(out) > keptChainRows {
+		c = &rowChain{}
+	}
+	if len(c.vals) < len(out) {
+		c.buf = make([]byte, store.ChainHashSize*len(out))
+		c.vals = make([]any, len(out))
+		for i := range c.vals {
+			c.vals[i] = c.buf[i*store.ChainHashSize : (i+1)*store.ChainHashSize : (i+1)*store.ChainHashSize]
+		}
+	}
+	c.n, c.total = 0, len(out)
+	buf := c.buf
 	compute := func(from, to int) {
 		for i := from; i < to; i++ {
 			prev = store.ChainHash(prev, out[i])
-			c.hashes[i] = buf[i*store.ChainHashSize : (i+1)*store.ChainHashSize : (i+1)*store.ChainHashSize]
-			copy(c.hashes[i], prev[:])
+			copy(buf[i*store.ChainHashSize:], prev[:])
 		}
 	}
 	if len(out) <= largeGroup || runtime.GOMAXPROCS(0) < 2 {
@@ -67,7 +88,11 @@ func chainRows(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain 
 		c.n, c.last = len(out), prev
 		return c
 	}
-	c.ready = make(chan int, len(out)/largeGroup+2*largeGroup/smallGroup)
+	if c.ready == nil {
+		// Sends block once it is full, until insert has taken the
+		// values: the goroutine never runs more than that ahead.
+		c.ready = make(chan int, 2*largeGroup/smallGroup)
+	}
 	go func() {
 		for i := 0; i < len(out); {
 			next := i + statementRows(len(out)-i)
@@ -78,7 +103,6 @@ func chainRows(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain 
 			c.ready <- next
 			i = next
 		}
-		close(c.ready)
 	}()
 	return c
 }
@@ -92,11 +116,7 @@ func (c *rowChain) wait(n int) {
 
 // done waits until every value is computed and returns the last.
 func (c *rowChain) done() [store.ChainHashSize]byte {
-	if c.ready != nil {
-		for n := range c.ready {
-			c.n = n
-		}
-	}
+	c.wait(c.total)
 	return c.last
 }
 

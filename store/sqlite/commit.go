@@ -121,7 +121,7 @@ func (db *DB) appendRows(ctx context.Context, stream string, expected int64, env
 		e.Time = e.Time.UTC()
 		out[i] = e
 	}
-	chain := chainRows(prev, out)
+	chain := db.chain.start(prev, out)
 	err = db.insert(ctx, out, chain)
 	lastHash := chain.done()
 	if err != nil {
