@@ -21,14 +21,20 @@ var _ store.ChainReader = (*DB)(nil)
 // column of events and the chain_head table.
 const chainVersion = 5
 
+// headVersion is the schema version that moved the chain head from
+// chain_head into streams (last_hash).
+const headVersion = 7
+
 // The hash chain (see package store for its definition). Each append
 // computes its events' chain values in the writer, under the write lock
 // that numbers them: the value it follows is that of the event at the
 // highest seq, read in the same transaction as that seq. The writer keeps
 // the seq and value of the last event it committed (DB.tail), so it reads
 // the stored value back only when the log no longer ends there, another
-// process having appended since. Each group transaction then records its
-// last event as the chain head.
+// process having appended since. Each append records its last event's
+// value in its stream's row with its seq (last_hash beside last_seq), in
+// the statement that updates that row anyway: the chain head is the row
+// with the highest last_seq.
 
 // chainTail is an event's seq and chain value; the zero value stands for
 // the empty log, whose next event follows a zero value.
@@ -125,15 +131,6 @@ func (c *rowChain) done() [store.ChainHashSize]byte {
 func toHash(b []byte) (h [store.ChainHashSize]byte) {
 	copy(h[:], b)
 	return h
-}
-
-// writeHead records seq and hash as the chain head. Requires the writer,
-// in a transaction.
-func (db *DB) writeHead(ctx context.Context, seq uint64, hash [store.ChainHashSize]byte) error {
-	if err := db.exec(ctx, db.wstmts.writeHead, int64(seq), hash[:]); err != nil {
-		return fmt.Errorf("write chain head: %w", mapErr(err))
-	}
-	return nil
 }
 
 // chainHistory chains the events stored before the hash chain existed, in
@@ -262,8 +259,9 @@ func (db *DB) chainPage(ctx context.Context, from uint64) ([]store.ChainedEvent,
 }
 
 // ChainHead implements [store.ChainReader]: the seq and chain value that
-// the last append recorded in chain_head. It returns an error for a file
-// whose schema predates the chain (opened read-only).
+// the last append recorded, in its stream's row (in chain_head before
+// headVersion). It returns an error for a file whose schema predates the
+// chain (opened read-only).
 func (db *DB) ChainHead(ctx context.Context) (store.ChainHead, error) {
 	const op = "read chain head"
 	if db.onDisk < chainVersion {
