@@ -186,7 +186,7 @@ func (m *Manager) waitRetry(s *server) bool {
 	}
 	m.setState(s, stDialing)
 	m.attempts[s.name]++
-	m.emitDeferred("", &events.ConnectStarted{Server: s.name, Transport: s.cfg.Transport(), Attempt: m.attempts[s.name]})
+	m.emitDeferred("", &events.ConnectStarted{Server: s.name, Transport: m.connectTransport(s.cfg), Attempt: m.attempts[s.name]})
 	return true
 }
 

@@ -1,0 +1,238 @@
+package sharedhost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/shared"
+	"github.com/mcplife/mcplife/manager"
+)
+
+// instance is one shared server: a server of the shared host's manager
+// and the relay MCP server the hosts attached to it talk to.
+type instance struct {
+	h   *Host
+	id  string // the server's name in the shared host's manager
+	key string
+
+	ready chan struct{} // closed when the start ended; err says how
+	err   error
+
+	// Guarded by h.mu.
+	refs      int // attachments of every host
+	idleTimer *time.Timer
+	stopped   bool
+
+	relay   *mcp.Server
+	handler http.Handler
+
+	toolsMu sync.Mutex
+	tools   map[string]events.ToolDef // the relay's tools by name
+}
+
+func newInstance(h *Host, id, key string) *instance {
+	return &instance{h: h, id: id, key: key, ready: make(chan struct{})}
+}
+
+// build creates the relay: the real server's name, version, instructions
+// and capabilities (tools always with listChanged, since the relay follows
+// the instance's list), and its tools.
+func (in *instance) build(c *events.ServerConnected) {
+	impl := &mcp.Implementation{Name: "mcplife-shared", Version: "0"}
+	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}}
+	if c != nil {
+		if c.PeerName != "" {
+			impl = &mcp.Implementation{Name: c.PeerName, Version: c.PeerVersion}
+		}
+		opts.Instructions = c.Instructions
+		if len(c.Capabilities) > 0 {
+			var caps mcp.ServerCapabilities
+			if json.Unmarshal(c.Capabilities, &caps) == nil {
+				opts.Capabilities = &caps
+			}
+		}
+	}
+	if opts.Capabilities.Tools == nil {
+		opts.Capabilities.Tools = &mcp.ToolCapabilities{}
+	}
+	opts.Capabilities.Tools.ListChanged = true
+	in.relay = mcp.NewServer(impl, opts)
+	in.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return in.relay }, nil)
+	in.syncTools()
+}
+
+// syncTools makes the relay's tools the instance's latest list: tools
+// gone are removed, new or changed ones added (the go-sdk tells the
+// relay's clients their list changed).
+func (in *instance) syncTools() {
+	st, ok := in.h.mgr.View().Server(in.id)
+	if !ok {
+		return
+	}
+	exposed := map[string]string{} // original → exposed name in the shared host's manager
+	for _, t := range in.h.mgr.Tools() {
+		if t.Server == in.id {
+			exposed[t.Original] = t.Name
+		}
+	}
+	in.toolsMu.Lock()
+	defer in.toolsMu.Unlock()
+	if in.tools == nil {
+		in.tools = map[string]events.ToolDef{}
+	}
+	want := map[string]events.ToolDef{}
+	for _, d := range st.Tools {
+		want[d.Name] = d
+	}
+	var gone []string
+	for name := range in.tools {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		in.relay.RemoveTools(gone...)
+		for _, n := range gone {
+			delete(in.tools, n)
+		}
+	}
+	for _, d := range st.Tools {
+		if old, ok := in.tools[d.Name]; ok && sameDef(old, d) {
+			continue
+		}
+		name := exposed[d.Name]
+		if name == "" {
+			continue
+		}
+		in.relay.AddTool(relayTool(d), in.callHandler(name))
+		in.tools[d.Name] = d
+	}
+}
+
+// sameDef reports whether two definitions are the same.
+func sameDef(a, b events.ToolDef) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+// relayTool is the relay's form of a listed tool: as the server sent it.
+func relayTool(d events.ToolDef) *mcp.Tool {
+	t := &mcp.Tool{Name: d.Name, Title: d.Title, Description: d.Description}
+	t.InputSchema = json.RawMessage(d.InputSchema)
+	if len(d.InputSchema) == 0 {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if len(d.OutputSchema) > 0 {
+		t.OutputSchema = json.RawMessage(d.OutputSchema)
+	}
+	if len(d.Annotations) > 0 {
+		var a mcp.ToolAnnotations
+		if json.Unmarshal(d.Annotations, &a) == nil {
+			t.Annotations = &a
+		}
+	}
+	if len(d.Icons) > 0 {
+		json.Unmarshal(d.Icons, &t.Icons)
+	}
+	return t
+}
+
+// callHandler calls the tool exposed as name in the shared host's
+// manager: the call is recorded there, relays its progress, and is
+// cancelled when the calling host's request or control stream ends.
+func (in *instance) callHandler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Extra != nil {
+			if hc := in.h.hostOf(req.Extra.Header.Get(shared.HostHeader)); hc != nil {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				defer context.AfterFunc(hc.ctx, cancel)()
+			}
+		}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			ss := req.Session
+			ctx = manager.WithProgress(ctx, func(p manager.Progress) {
+				ss.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{
+					ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message,
+				})
+			})
+		}
+		t, ok := in.h.mgr.Tool(name)
+		if !ok {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: manager.ErrorPrefix + "shared server " + in.id + " no longer has this tool"}}}, nil
+		}
+		var args any
+		if len(req.Params.Arguments) > 0 {
+			args = json.RawMessage(req.Params.Arguments)
+		}
+		res, err := t.Call(ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		return res.Result, nil
+	}
+}
+
+// hostOf returns the attached host of an id, nil when it is not.
+func (h *Host) hostOf(id string) *hostConn {
+	if id == "" {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hosts[id]
+}
+
+// relayHTTP serves an instance's MCP endpoint. A DELETE (the host closed
+// its MCP session) releases the host's attachment.
+func (h *Host) relayHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	in := h.byID[r.PathValue("instance")]
+	h.mu.Unlock()
+	if in == nil {
+		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
+		return
+	}
+	select {
+	case <-in.ready:
+	default:
+		writeError(w, http.StatusServiceUnavailable, "shared instance starting")
+		return
+	}
+	if in.err != nil {
+		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
+		return
+	}
+	in.handler.ServeHTTP(w, r)
+	if r.Method != http.MethodDelete {
+		return
+	}
+	hc := h.hostOf(r.Header.Get(shared.HostHeader))
+	if hc == nil {
+		return
+	}
+	h.mu.Lock()
+	n := hc.attached[in]
+	if n > 0 {
+		if n == 1 {
+			delete(hc.attached, in)
+		} else {
+			hc.attached[in] = n - 1
+		}
+	}
+	h.mu.Unlock()
+	if n > 0 {
+		h.release(in, hc, 1, events.DetachRequested)
+	}
+}

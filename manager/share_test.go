@@ -1,0 +1,212 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/internal/shared"
+	"github.com/mcplife/mcplife/internal/sharedhost"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/memory"
+	"github.com/mcplife/mcplife/verify"
+)
+
+// shareEnv is a shared host on a temporary socket, recording into its own
+// session of one journal, and the hosts' managers on the same journal.
+type shareEnv struct {
+	t      *testing.T
+	st     store.Store
+	j      *journal.Journal
+	socket string
+	served chan error
+}
+
+func newShareEnv(t *testing.T, idle time.Duration) *shareEnv {
+	t.Helper()
+	st := memory.New()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	e := &shareEnv{t: t, st: st, j: j, socket: filepath.Join(t.TempDir(), "run", shared.SocketName), served: make(chan error, 1)}
+	e.serve(idle)
+	return e
+}
+
+// serve starts a shared host (another after the first ended).
+func (e *shareEnv) serve(idle time.Duration) {
+	e.t.Helper()
+	l, err := shared.Listen(e.socket)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.t.Cleanup(cancel)
+	go func() { e.served <- sharedhost.Serve(ctx, l, e.j, "shared", &sharedhost.Options{Idle: idle}) }()
+}
+
+func (e *shareEnv) manager(session, cwd string) *manager.Manager {
+	e.t.Helper()
+	m, err := manager.New(e.j, session, &manager.Options{
+		Cwd: cwd, Gate: time.Minute, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Share: &manager.ShareOptions{Socket: e.socket, NoStart: true},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+// events returns a session's events, decoded, and checks them against
+// the ordering rules.
+func (e *shareEnv) events(session string) []events.Event {
+	e.t.Helper()
+	var envs []events.Envelope
+	var out []events.Event
+	for env, err := range e.st.ReadStream(context.Background(), session, 1) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		envs = append(envs, env)
+		ev, err := events.Decode(env)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	if vs := verify.Session(session, envs); len(vs) > 0 {
+		e.t.Errorf("session %s breaks the rules: %v", session, vs)
+	}
+	return out
+}
+
+func count[T events.Event](evs []events.Event) (n int, last T) {
+	for _, ev := range evs {
+		if x, ok := ev.(T); ok {
+			n++
+			last = x
+		}
+	}
+	return n, last
+}
+
+// pidOf calls the fixture's pid tool through m.
+func pidOf(t *testing.T, m *manager.Manager) int {
+	t.Helper()
+	tool, ok := m.Tool("mcp_fx_pid")
+	if !ok {
+		t.Fatalf("no tool mcp_fx_pid in %v", m.Tools())
+	}
+	res, err := tool.Call(t.Context(), nil)
+	if err != nil || res.Err != nil || res.Result.IsError {
+		t.Fatalf("pid: %v %v %s", err, res.Err, res.Text())
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	b, _ := json.Marshal(res.Result.StructuredContent)
+	if err := json.Unmarshal(b, &info); err != nil || info.Pid == 0 {
+		t.Fatalf("pid result %s: %v", b, err)
+	}
+	return info.Pid
+}
+
+func TestShareTwoHostsOneProcess(t *testing.T) {
+	e := newShareEnv(t, time.Millisecond)
+	cmd, args := fixturetest.Command(t)
+	cfg := events.ServerConfig{Name: "fx", Command: cmd, Args: args, Env: map[string]string{"FX_TOKEN": "s3cret-value"}}
+	cwd := t.TempDir()
+	m1, m2 := e.manager("host1", cwd), e.manager("host2", cwd)
+	for _, m := range []*manager.Manager{m1, m2} {
+		res, err := m.ConnectServers(t.Context(), []events.ServerConfig{cfg}, nil)
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatalf("connect: %v %v", err, res.Errors)
+		}
+		if _, ok := m.Tool("mcp_fx_echo"); !ok {
+			t.Fatalf("%s: no echo tool", m.Session())
+		}
+	}
+	if p1, p2 := pidOf(t, m1), pidOf(t, m2); p1 != p2 || p1 == os.Getpid() {
+		t.Fatalf("pids %d and %d: want one server process, not this one (%d)", p1, p2, os.Getpid())
+	}
+	for _, m := range []*manager.Manager{m1, m2} {
+		tool, _ := m.Tool("mcp_fx_echo")
+		res, err := tool.Call(t.Context(), map[string]any{"text": "hi " + m.Session()})
+		if err != nil || res.Err != nil || res.Text() != "hi "+m.Session() {
+			t.Fatalf("echo: %v %v %q", err, res.Err, res.Text())
+		}
+	}
+	m1.Close(t.Context())
+	m2.Close(t.Context())
+	select {
+	case err := <-e.served:
+		if err != nil {
+			t.Fatalf("shared host: %v", err)
+		}
+	case <-t.Context().Done():
+		t.Fatal("the shared host did not end after its last host and server")
+	}
+
+	sh := e.events("shared")
+	if n, _ := count[*events.ServerConnected](sh); n != 1 {
+		t.Errorf("shared host: %d ServerConnected, want one server process", n)
+	}
+	if n, _ := count[*events.HostAttached](sh); n != 2 {
+		t.Errorf("shared host: %d HostAttached, want 2", n)
+	}
+	if n, _ := count[*events.HostDetached](sh); n != 2 {
+		t.Errorf("shared host: %d HostDetached, want 2", n)
+	}
+	if n, _ := count[*events.ToolCallFinished](sh); n != 4 {
+		t.Errorf("shared host: %d calls, want 4", n)
+	}
+	if n, d := count[*events.Disconnected](sh); n != 1 {
+		t.Errorf("shared host: %d Disconnected, want the idle stop", n)
+	} else {
+		t.Logf("idle stop: %s", d.Reason)
+	}
+	var instance string
+	for _, s := range []string{"host1", "host2"} {
+		evs := e.events(s)
+		_, st := count[*events.ConnectStarted](evs)
+		_, c := count[*events.ServerConnected](evs)
+		if st == nil || c == nil || st.Transport != events.TransportShared || c.Transport != events.TransportShared || c.SharedInstance == "" || c.Pid != 0 {
+			t.Fatalf("%s: ConnectStarted %+v, ServerConnected %+v: want transport shared with an instance and no pid", s, st, c)
+		}
+		if instance != "" && c.SharedInstance != instance {
+			t.Errorf("instances %s and %s: want one", instance, c.SharedInstance)
+		}
+		instance = c.SharedInstance
+		if n, _ := count[*events.ToolCallFinished](evs); n != 2 {
+			t.Errorf("%s: %d calls recorded, want 2", s, n)
+		}
+	}
+	for _, env := range allEnvelopes(t, e.st) {
+		if b, _ := json.Marshal(env); strings.Contains(string(b), "s3cret-value") {
+			t.Errorf("a resolved value reached the store: %s", b)
+		}
+	}
+}
+
+func allEnvelopes(t *testing.T, st store.Store) []events.Envelope {
+	var out []events.Envelope
+	for env, err := range st.ReadAll(context.Background(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, env)
+	}
+	return out
+}
