@@ -102,6 +102,16 @@ func count[T events.Event](evs []events.Event) (n int, last T) {
 	return n, last
 }
 
+func filter[T events.Event](evs []events.Event) []T {
+	var out []T
+	for _, ev := range evs {
+		if x, ok := ev.(T); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // pidOf calls the fixture's pid tool through m.
 func pidOf(t *testing.T, m *manager.Manager) int {
 	t.Helper()
@@ -148,6 +158,28 @@ func TestShareTwoHostsOneProcess(t *testing.T) {
 			t.Fatalf("echo: %v %v %q", err, res.Err, res.Text())
 		}
 	}
+	// A list change of the shared server reaches every host: one host
+	// adds a tool, the other sees it.
+	updates, err := m2.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	change, _ := m1.Tool("mcp_fx_change_tools")
+	if res, err := change.Call(t.Context(), map[string]any{"add": "extra", "remove": "fail"}); err != nil || res.Err != nil {
+		t.Fatalf("change_tools: %v %v", err, res.Err)
+	}
+	for {
+		_, added := m2.Tool("mcp_fx_extra")
+		_, kept := m2.Tool("mcp_fx_fail")
+		if added && !kept {
+			break
+		}
+		select {
+		case <-updates:
+		case <-t.Context().Done():
+			t.Fatalf("host2 never saw the change: %v", m2.Tools())
+		}
+	}
 	m1.Close(t.Context())
 	m2.Close(t.Context())
 	select {
@@ -169,8 +201,8 @@ func TestShareTwoHostsOneProcess(t *testing.T) {
 	if n, _ := count[*events.HostDetached](sh); n != 2 {
 		t.Errorf("shared host: %d HostDetached, want 2", n)
 	}
-	if n, _ := count[*events.ToolCallFinished](sh); n != 4 {
-		t.Errorf("shared host: %d calls, want 4", n)
+	if n, _ := count[*events.ToolCallFinished](sh); n != 5 {
+		t.Errorf("shared host: %d calls, want 5", n)
 	}
 	if n, d := count[*events.Disconnected](sh); n != 1 {
 		t.Errorf("shared host: %d Disconnected, want the idle stop", n)
@@ -189,8 +221,8 @@ func TestShareTwoHostsOneProcess(t *testing.T) {
 			t.Errorf("instances %s and %s: want one", instance, c.SharedInstance)
 		}
 		instance = c.SharedInstance
-		if n, _ := count[*events.ToolCallFinished](evs); n != 2 {
-			t.Errorf("%s: %d calls recorded, want 2", s, n)
+		if n, want := len(filter[*events.ToolCallFinished](evs)), map[string]int{"host1": 3, "host2": 2}[s]; n != want {
+			t.Errorf("%s: %d calls recorded, want %d", s, n, want)
 		}
 	}
 	for _, env := range allEnvelopes(t, e.st) {
