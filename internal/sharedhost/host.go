@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
 	"github.com/mcplife/mcplife/internal/shared"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
@@ -110,7 +111,14 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	defer h.cancel()
 	wd, _ := os.Getwd()
-	if err := mgr.RecordSession(ctx, &events.SessionStarted{Cwd: wd, Options: map[string]string{"role": "shared host"}}); err != nil {
+	started := &events.SessionStarted{Cwd: wd, Gate: mo.Gate, Options: map[string]string{"role": "shared host"}}
+	if id, ok := proc.IdentityOf(os.Getpid()); ok {
+		// A later session that finds this one open with its host gone
+		// reaps what it left.
+		started.Host = &events.ProcessRef{Pid: id.Pid, StartTime: id.StartTime}
+		started.PidNamespace = events.PidNamespace()
+	}
+	if err := mgr.RecordSession(ctx, started); err != nil {
 		mgr.Close(context.WithoutCancel(ctx))
 		l.Close()
 		return err
