@@ -31,7 +31,7 @@ type shareEnv struct {
 	served chan error
 }
 
-func newShareEnv(t *testing.T, idle time.Duration) *shareEnv {
+func newShareEnv(t *testing.T) *shareEnv {
 	t.Helper()
 	st := memory.New()
 	j, err := journal.New(st, nil)
@@ -40,12 +40,13 @@ func newShareEnv(t *testing.T, idle time.Duration) *shareEnv {
 	}
 	t.Cleanup(func() { j.Close() })
 	e := &shareEnv{t: t, st: st, j: j, socket: filepath.Join(t.TempDir(), "run", shared.SocketName), served: make(chan error, 1)}
-	e.serve(idle)
 	return e
 }
 
-// serve starts a shared host (another after the first ended).
-func (e *shareEnv) serve(idle time.Duration) {
+// serve starts a shared host (another after the first ended), recording
+// into the session "shared", or sessions[0]; the returned function ends
+// it.
+func (e *shareEnv) serve(idle time.Duration, session ...string) context.CancelFunc {
 	e.t.Helper()
 	l, err := shared.Listen(e.socket)
 	if err != nil {
@@ -53,15 +54,24 @@ func (e *shareEnv) serve(idle time.Duration) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
-	go func() { e.served <- sharedhost.Serve(ctx, l, e.j, "shared", &sharedhost.Options{Idle: idle}) }()
+	id := "shared"
+	if len(session) > 0 {
+		id = session[0]
+	}
+	go func() { e.served <- sharedhost.Serve(ctx, l, e.j, id, &sharedhost.Options{Idle: idle}) }()
+	return cancel
 }
 
-func (e *shareEnv) manager(session, cwd string) *manager.Manager {
+func (e *shareEnv) manager(session, cwd string, opts ...func(*manager.Options)) *manager.Manager {
 	e.t.Helper()
-	m, err := manager.New(e.j, session, &manager.Options{
+	o := &manager.Options{
 		Cwd: cwd, Gate: time.Minute, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Share: &manager.ShareOptions{Socket: e.socket, NoStart: true},
-	})
+	}
+	for _, f := range opts {
+		f(o)
+	}
+	m, err := manager.New(e.j, session, o)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -134,7 +144,8 @@ func pidOf(t *testing.T, m *manager.Manager) int {
 }
 
 func TestShareTwoHostsOneProcess(t *testing.T) {
-	e := newShareEnv(t, time.Millisecond)
+	e := newShareEnv(t)
+	e.serve(time.Millisecond)
 	cmd, args := fixturetest.Command(t)
 	cfg := events.ServerConfig{Name: "fx", Command: cmd, Args: args, Env: map[string]string{"FX_TOKEN": "s3cret-value"}}
 	cwd := t.TempDir()
@@ -241,4 +252,104 @@ func allEnvelopes(t *testing.T, st store.Store) []events.Envelope {
 		out = append(out, env)
 	}
 	return out
+}
+
+// waitFor waits until ok holds, re-checking at each update of m.
+func waitFor(t *testing.T, m *manager.Manager, what string, ok func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	updates, err := m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !ok() {
+		select {
+		case <-updates:
+		case <-ctx.Done():
+			t.Fatalf("%s: never", what)
+		}
+	}
+}
+
+// TestShareSharedHostGoneReconnects ends the shared host under a host: the
+// host records the drop, and its reconnect attaches to the next shared
+// host, where a new server process serves it.
+func TestShareSharedHostGoneReconnects(t *testing.T) {
+	e := newShareEnv(t)
+	stop := e.serve(time.Hour, "shared1")
+	cmd, args := fixturetest.Command(t)
+	cfg := events.ServerConfig{Name: "fx", Command: cmd, Args: args}
+	m := e.manager("host", t.TempDir(), func(o *manager.Options) {
+		o.Reconnect = manager.ReconnectPolicy{Initial: time.Hour, Max: time.Hour} // until ReconnectNow
+	})
+	if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{cfg}, nil); err != nil || len(res.Errors) > 0 {
+		t.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	first := pidOf(t, m)
+	stop()
+	if err := <-e.served; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "the drop recorded", func() bool {
+		n, _ := count[*events.ReconnectScheduled](e.events("host"))
+		return n == 1
+	})
+	e.serve(time.Hour, "shared2")
+	if err := m.ReconnectNow("fx"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "the reconnect through the new shared host", func() bool {
+		n, _ := count[*events.ToolsListed](e.events("host"))
+		return n == 2
+	})
+	if second := pidOf(t, m); second == first {
+		t.Errorf("pid %d after the shared host ended: want a new server process", second)
+	}
+	evs := e.events("host")
+	if n, d := count[*events.Disconnected](evs); n != 1 || !d.Reconnecting {
+		t.Errorf("host: %d Disconnected (%+v), want the drop", n, d)
+	}
+	cs := filter[*events.ServerConnected](evs)
+	if len(cs) != 2 || cs[1].Transport != events.TransportShared || cs[0].SharedInstance == cs[1].SharedInstance {
+		t.Errorf("host: ServerConnected %+v: want two shared instances", cs)
+	}
+	if n, _ := count[*events.ServerConnected](e.events("shared2")); n != 1 {
+		t.Errorf("the new shared host: %d ServerConnected, want 1", n)
+	}
+}
+
+// TestShareHostGoneReleases ends a host's control stream without a
+// detach: the shared host releases its instance, stops it after the idle
+// period and ends.
+func TestShareHostGoneReleases(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Millisecond)
+	cmd, args := fixturetest.Command(t)
+	c, err := shared.Dial(t.Context(), e.socket, shared.Hello{Session: "gone", Pid: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir()
+	att, err := c.Attach(t.Context(), shared.Attach{Config: events.ServerConfig{Name: "fx", Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att.Instance == "" || att.Endpoint != shared.Endpoint(att.Instance) {
+		t.Fatalf("attached %+v", att)
+	}
+	c.Close()
+	if err := <-e.served; err != nil {
+		t.Fatal(err)
+	}
+	sh := e.events("shared")
+	if n, d := count[*events.HostDetached](sh); n != 1 || d.Reason != events.DetachHostGone || d.Pid != 4242 || d.Session != "gone" {
+		t.Errorf("HostDetached %d %+v: want the host gone", n, d)
+	}
+	if n, _ := count[*events.Disconnected](sh); n != 1 {
+		t.Errorf("%d Disconnected: want the idle stop", n)
+	}
+	if n, c := count[*events.SessionClosed](sh); n != 1 || c.Reason != "idle" {
+		t.Errorf("SessionClosed %d %+v, want idle", n, c)
+	}
 }
