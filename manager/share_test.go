@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +25,14 @@ import (
 // shareEnv is a shared host on a temporary socket, recording into its own
 // session of one journal, and the hosts' managers on the same journal.
 type shareEnv struct {
-	t      *testing.T
+	t      testing.TB
 	st     store.Store
 	j      *journal.Journal
 	socket string
 	served chan error
 }
 
-func newShareEnv(t *testing.T) *shareEnv {
+func newShareEnv(t testing.TB) *shareEnv {
 	t.Helper()
 	st := memory.New()
 	j, err := journal.New(st, nil)
@@ -123,7 +124,7 @@ func filter[T events.Event](evs []events.Event) []T {
 }
 
 // pidOf calls the fixture's pid tool through m.
-func pidOf(t *testing.T, m *manager.Manager) int {
+func pidOf(t testing.TB, m *manager.Manager) int {
 	t.Helper()
 	tool, ok := m.Tool("mcp_fx_pid")
 	if !ok {
@@ -143,13 +144,22 @@ func pidOf(t *testing.T, m *manager.Manager) int {
 	return info.Pid
 }
 
+// TestShareTwoHostsOneProcess attaches two hosts to one shared host, under
+// each protocol era between host and relay.
 func TestShareTwoHostsOneProcess(t *testing.T) {
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(v, func(t *testing.T) { testShareTwoHosts(t, v) })
+	}
+}
+
+func testShareTwoHosts(t *testing.T, protocol string) {
 	e := newShareEnv(t)
 	e.serve(time.Millisecond)
 	cmd, args := fixturetest.Command(t)
 	cfg := events.ServerConfig{Name: "fx", Command: cmd, Args: args, Env: map[string]string{"FX_TOKEN": "s3cret-value"}}
 	cwd := t.TempDir()
-	m1, m2 := e.manager("host1", cwd), e.manager("host2", cwd)
+	pv := func(o *manager.Options) { o.ProtocolVersion = protocol }
+	m1, m2 := e.manager("host1", cwd, pv), e.manager("host2", cwd, pv)
 	for _, m := range []*manager.Manager{m1, m2} {
 		res, err := m.ConnectServers(t.Context(), []events.ServerConfig{cfg}, nil)
 		if err != nil || len(res.Errors) > 0 {
@@ -208,6 +218,11 @@ func TestShareTwoHostsOneProcess(t *testing.T) {
 	}
 	if n, _ := count[*events.HostAttached](sh); n != 2 {
 		t.Errorf("shared host: %d HostAttached, want 2", n)
+	}
+	for _, d := range filter[*events.HostDetached](sh) {
+		if d.Reason != events.DetachRequested {
+			t.Errorf("HostDetached %+v: want detached, the hosts closed their connections", d)
+		}
 	}
 	if n, _ := count[*events.HostDetached](sh); n != 2 {
 		t.Errorf("shared host: %d HostDetached, want 2", n)
@@ -351,5 +366,63 @@ func TestShareHostGoneReleases(t *testing.T) {
 	}
 	if n, c := count[*events.SessionClosed](sh); n != 1 || c.Reason != "idle" {
 		t.Errorf("SessionClosed %d %+v, want idle", n, c)
+	}
+}
+
+// BenchmarkShareCall compares one echo call on a stdio server of the
+// manager's own with one through a shared host.
+func BenchmarkShareCall(b *testing.B) {
+	for _, mode := range []string{"direct", "shared"} {
+		b.Run(mode, func(b *testing.B) {
+			e := newShareEnv(b)
+			opts := func(o *manager.Options) {}
+			if mode == "shared" {
+				e.serve(time.Hour)
+			} else {
+				opts = func(o *manager.Options) { o.Share = nil }
+			}
+			cmd, args := fixturetest.Command(b)
+			m := e.manager("host", b.TempDir(), opts)
+			if res, err := m.ConnectServers(b.Context(), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
+				b.Fatalf("connect: %v %v", err, res.Errors)
+			}
+			tool, ok := m.Tool("mcp_fx_echo")
+			if !ok {
+				b.Fatal("no echo")
+			}
+			in := map[string]any{"text": "hi"}
+			for b.Loop() {
+				if res, err := tool.Call(b.Context(), in); err != nil || res.Err != nil {
+					b.Fatal(err, res.Err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkShareAttach measures a host's connect (attach, initialize,
+// tools/list) to a server that another host keeps running in the shared
+// host, until the host has its tools.
+func BenchmarkShareAttach(b *testing.B) {
+	e := newShareEnv(b)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(b)
+	cfg := []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}
+	cwd := b.TempDir()
+	keeper := e.manager("keeper", cwd)
+	if res, err := keeper.ConnectServers(b.Context(), cfg, nil); err != nil || len(res.Errors) > 0 {
+		b.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		m := e.manager("host"+strconv.Itoa(n), cwd)
+		res, err := m.ConnectServers(b.Context(), cfg, nil)
+		if err != nil || len(res.Errors) > 0 || len(res.Tools) == 0 {
+			b.Fatalf("connect: %v %v", err, res.Errors)
+		}
+		b.StopTimer()
+		m.Close(b.Context())
+		b.StartTimer()
 	}
 }
