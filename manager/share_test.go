@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/internal/shared"
@@ -424,5 +426,35 @@ func BenchmarkShareAttach(b *testing.B) {
 		b.StopTimer()
 		m.Close(b.Context())
 		b.StartTimer()
+	}
+}
+
+// TestShareHostGoneCancelsCalls ends a host's control stream while its
+// call is inside the server: the shared host cancels the call.
+func TestShareHostGoneCancelsCalls(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(t)
+	c, err := shared.Dial(t.Context(), e.socket, shared.Hello{Session: "gone", Pid: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := c.Attach(t.Context(), shared.Attach{Config: events.ServerConfig{Name: "fx", Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), c.Transport(att), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	hold, cancelled := fixturetest.NewGate(t), fixturetest.NewGate(t)
+	go cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"gate": hold.Path(), "on_cancel": cancelled.Path()}})
+	if err := hold.WaitReached(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := cancelled.WaitReached(t.Context(), 1); err != nil {
+		t.Fatalf("the call was not cancelled: %v", err)
 	}
 }
