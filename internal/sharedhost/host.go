@@ -487,7 +487,7 @@ func (h *Host) follow(updates <-chan manager.Update) {
 			select {
 			case <-in.ready:
 				if in.err == nil {
-					in.syncTools()
+					in.relay.Sync()
 				}
 			default:
 			}

@@ -31,90 +31,133 @@ type instance struct {
 	idleTimer *time.Timer
 	stopped   bool
 
-	relay   *mcp.Server
+	relay   *Relay
 	handler http.Handler
-
-	toolsMu sync.Mutex
-	tools   map[string]events.ToolDef // the relay's tools by name
 }
 
 func newInstance(h *Host, id, key string) *instance {
 	return &instance{h: h, id: id, key: key, ready: make(chan struct{})}
 }
 
-// build creates the relay: the real server's name, version, instructions
-// and capabilities (tools always with listChanged, since the relay follows
-// the instance's list), and its tools.
+// build creates the instance's relay and its streamable HTTP endpoint. A
+// call is cancelled when the control stream of the host that made it
+// ends.
 func (in *instance) build(c *events.ServerConnected) {
+	in.relay = NewRelay(in.h.mgr, in.id, c, &RelayOptions{CallContext: func(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
+		if req.Extra == nil {
+			return ctx, func() {}
+		}
+		hc := in.h.hostOf(req.Extra.Header.Get(shared.HostHeader))
+		if hc == nil {
+			return ctx, func() {}
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(hc.ctx, cancel)
+		return ctx, func() { stop(); cancel() }
+	}})
+	in.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return in.relay.Server() }, nil)
+}
+
+// Relay is an MCP server that mirrors one server of a manager: the real
+// server's name, version, instructions and capabilities (tools always
+// with listChanged, since the relay follows the server's list), and its
+// tools as the server listed them, whose calls go through the manager
+// (recorded there), with their progress relayed. [Relay.Sync] brings its
+// tools in step with the manager's view. It is safe for concurrent use.
+type Relay struct {
+	mgr    *manager.Manager
+	server string
+	opts   RelayOptions
+	srv    *mcp.Server
+
+	mu    sync.Mutex
+	tools map[string]events.ToolDef // the relay's tools by name
+}
+
+// RelayOptions configure a [Relay]; nil means defaults.
+type RelayOptions struct {
+	// CallContext, when set, derives the context of each call from the
+	// request's (the returned function is called when the call ends).
+	CallContext func(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc)
+}
+
+// NewRelay returns a relay of the manager's server, described by its
+// latest ServerConnected (nil: a generic name and the tools capability
+// only), with the server's tools.
+func NewRelay(mgr *manager.Manager, server string, c *events.ServerConnected, opts *RelayOptions) *Relay {
+	r := &Relay{mgr: mgr, server: server, tools: map[string]events.ToolDef{}}
+	if opts != nil {
+		r.opts = *opts
+	}
 	impl := &mcp.Implementation{Name: "mcplife-shared", Version: "0"}
-	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}}
+	sopts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{}}
 	if c != nil {
 		if c.PeerName != "" {
 			impl = &mcp.Implementation{Name: c.PeerName, Version: c.PeerVersion}
 		}
-		opts.Instructions = c.Instructions
+		sopts.Instructions = c.Instructions
 		if len(c.Capabilities) > 0 {
 			var caps mcp.ServerCapabilities
 			if json.Unmarshal(c.Capabilities, &caps) == nil {
-				opts.Capabilities = &caps
+				sopts.Capabilities = &caps
 			}
 		}
 	}
-	if opts.Capabilities.Tools == nil {
-		opts.Capabilities.Tools = &mcp.ToolCapabilities{}
+	if sopts.Capabilities.Tools == nil {
+		sopts.Capabilities.Tools = &mcp.ToolCapabilities{}
 	}
-	opts.Capabilities.Tools.ListChanged = true
-	in.relay = mcp.NewServer(impl, opts)
-	in.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return in.relay }, nil)
-	in.syncTools()
+	sopts.Capabilities.Tools.ListChanged = true
+	r.srv = mcp.NewServer(impl, sopts)
+	r.Sync()
+	return r
 }
 
-// syncTools makes the relay's tools the instance's latest list: tools
-// gone are removed, new or changed ones added (the go-sdk tells the
-// relay's clients their list changed).
-func (in *instance) syncTools() {
-	st, ok := in.h.mgr.View().Server(in.id)
+// Server returns the relay's MCP server.
+func (r *Relay) Server() *mcp.Server { return r.srv }
+
+// Sync makes the relay's tools the server's latest list: tools gone are
+// removed, new or changed ones added (the go-sdk tells the relay's
+// clients their list changed).
+func (r *Relay) Sync() {
+	st, ok := r.mgr.View().Server(r.server)
 	if !ok {
 		return
 	}
-	exposed := map[string]string{} // original → exposed name in the shared host's manager
-	for _, t := range in.h.mgr.Tools() {
-		if t.Server == in.id {
+	exposed := map[string]string{} // original → exposed name in the manager
+	for _, t := range r.mgr.Tools() {
+		if t.Server == r.server {
 			exposed[t.Original] = t.Name
 		}
 	}
-	in.toolsMu.Lock()
-	defer in.toolsMu.Unlock()
-	if in.tools == nil {
-		in.tools = map[string]events.ToolDef{}
-	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	want := map[string]events.ToolDef{}
 	for _, d := range st.Tools {
 		want[d.Name] = d
 	}
 	var gone []string
-	for name := range in.tools {
+	for name := range r.tools {
 		if _, ok := want[name]; !ok {
 			gone = append(gone, name)
 		}
 	}
 	if len(gone) > 0 {
 		slices.Sort(gone)
-		in.relay.RemoveTools(gone...)
+		r.srv.RemoveTools(gone...)
 		for _, n := range gone {
-			delete(in.tools, n)
+			delete(r.tools, n)
 		}
 	}
 	for _, d := range st.Tools {
-		if old, ok := in.tools[d.Name]; ok && sameDef(old, d) {
+		if old, ok := r.tools[d.Name]; ok && sameDef(old, d) {
 			continue
 		}
 		name := exposed[d.Name]
 		if name == "" {
 			continue
 		}
-		in.relay.AddTool(relayTool(d), in.callHandler(name))
-		in.tools[d.Name] = d
+		r.srv.AddTool(relayTool(d), r.callHandler(name))
+		r.tools[d.Name] = d
 	}
 }
 
@@ -147,18 +190,14 @@ func relayTool(d events.ToolDef) *mcp.Tool {
 	return t
 }
 
-// callHandler calls the tool exposed as name in the shared host's
-// manager: the call is recorded there, relays its progress, and is
-// cancelled when the calling host's request or control stream ends.
-func (in *instance) callHandler(name string) mcp.ToolHandler {
+// callHandler calls the tool exposed as name in the manager, relaying its
+// progress.
+func (r *Relay) callHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if req.Extra != nil {
-			if hc := in.h.hostOf(req.Extra.Header.Get(shared.HostHeader)); hc != nil {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				defer cancel()
-				defer context.AfterFunc(hc.ctx, cancel)()
-			}
+		if r.opts.CallContext != nil {
+			var done context.CancelFunc
+			ctx, done = r.opts.CallContext(ctx, req)
+			defer done()
 		}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			ss := req.Session
@@ -168,9 +207,9 @@ func (in *instance) callHandler(name string) mcp.ToolHandler {
 				})
 			})
 		}
-		t, ok := in.h.mgr.Tool(name)
+		t, ok := r.mgr.Tool(name)
 		if !ok {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: manager.ErrorPrefix + "shared server " + in.id + " no longer has this tool"}}}, nil
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: manager.ErrorPrefix + "MCP server " + r.server + " no longer has this tool"}}}, nil
 		}
 		var args any
 		if len(req.Params.Arguments) > 0 {
