@@ -3,14 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
 	"github.com/mcplife/mcplife/events"
@@ -185,4 +188,82 @@ func firstDisconnected(evs []events.Event) *events.Disconnected {
 		}
 	}
 	return &events.Disconnected{}
+}
+
+// TestShareProxy drives two `mcp-audit proxy` processes with the go-sdk's
+// client: both list the server's own tools and call the one server
+// process that the shared host runs for them.
+func TestShareProxy(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	socket := filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", shared.SocketName)
+	db := filepath.Join(t.TempDir(), "e.db")
+	cfg := writeConfig(t, map[string][]string{"fx": {"name=fixture-x"}})
+	cwd := t.TempDir()
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+	var pids []float64
+	var sessions []*mcp.ClientSession
+	for range 2 {
+		p := mockCommand(t, "--db", db, "proxy", "fx", "--config", cfg, "--cwd", cwd)
+		var stderr bytes.Buffer
+		p.Stderr = &stderr
+		cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: p}, nil)
+		if err != nil {
+			t.Fatalf("proxy: %v\n%s", err, stderr.String())
+		}
+		t.Cleanup(func() { cs.Close() })
+		sessions = append(sessions, cs)
+		if got := cs.InitializeResult().ServerInfo.Name; got != "fixture-x" {
+			t.Errorf("server name %q through the proxy, want the server's own", got)
+		}
+		tools, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tools.Tools) == 0 || tools.Tools[0].Name != "add" {
+			t.Errorf("tools through the proxy: %v", tools.Tools)
+		}
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "pid"})
+		if err != nil || res.IsError {
+			t.Fatalf("pid: %v %v", err, res)
+		}
+		pids = append(pids, res.StructuredContent.(map[string]any)["pid"].(float64))
+	}
+	// The TypeScript SDK's client through a third proxy.
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: %v", err)
+	}
+	exe, _ := os.Executable()
+	ts := exec.CommandContext(t.Context(), node, filepath.Join("testdata", "proxyclient.mjs"), exe, "--db", db, "proxy", "fx", "--config", cfg, "--cwd", cwd)
+	ts.Env = append(os.Environ(), asAuditEnv+"=1")
+	var tsErr bytes.Buffer
+	ts.Stderr = &tsErr
+	out, err := ts.Output()
+	if err != nil {
+		t.Fatalf("TypeScript client: %v\n%s", err, tsErr.String())
+	}
+	var v struct {
+		ServerInfo   struct{ Name string }
+		Capabilities struct {
+			Tools struct{ ListChanged bool }
+		}
+		Tools []string
+		Echo  struct{ StructuredContent struct{ Text string } }
+		Pid   struct{ StructuredContent struct{ Pid float64 } }
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("TypeScript client output: %v\n%s", err, out)
+	}
+	if v.ServerInfo.Name != "fixture-x" || !v.Capabilities.Tools.ListChanged || !slices.Contains(v.Tools, "echo") || v.Echo.StructuredContent.Text != "from ts" {
+		t.Errorf("TypeScript client saw %s", out)
+	}
+	pids = append(pids, v.Pid.StructuredContent.Pid)
+	if pids[0] != pids[1] || pids[1] != pids[2] {
+		t.Errorf("pids %v: want one server process", pids)
+	}
+	for _, cs := range sessions {
+		cs.Close() // the proxy exits
+	}
+	stopDaemon(t, socket)
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/mcplife/mcplife/internal/shared"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/store"
 )
 
 // DefaultIdle is how long a server keeps running after its last host
@@ -445,16 +446,16 @@ func (h *Host) start(in *instance, a shared.Attach) error {
 		h.mgr.DisconnectServer(context.WithoutCancel(h.ctx), in.id)
 		return fmt.Errorf("MCP server %q did not connect", a.Config.Name)
 	}
-	connected, _ := h.lastConnected(in.id)
+	connected, _ := LastConnected(h.ctx, h.j.Store(), h.session, in.id)
 	in.build(connected)
 	return nil
 }
 
-// lastConnected returns the latest ServerConnected of the server id in
-// the shared host's session.
-func (h *Host) lastConnected(id string) (*events.ServerConnected, error) {
+// LastConnected returns the latest ServerConnected of server in session,
+// nil when there is none.
+func LastConnected(ctx context.Context, st store.Store, session, server string) (*events.ServerConnected, error) {
 	var last *events.ServerConnected
-	for env, err := range h.j.Store().ReadStream(h.ctx, h.session, 1) {
+	for env, err := range st.ReadStream(ctx, session, 1) {
 		if err != nil {
 			return last, err
 		}
@@ -465,7 +466,7 @@ func (h *Host) lastConnected(id string) (*events.ServerConnected, error) {
 		if err != nil {
 			continue
 		}
-		if c, ok := ev.(*events.ServerConnected); ok && c.Server == id {
+		if c, ok := ev.(*events.ServerConnected); ok && c.Server == server {
 			last = c
 		}
 	}
