@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -47,6 +48,23 @@ func runDaemon(ctx context.Context, g *globals, args []string) error {
 		return nil
 	}
 	return err
+}
+
+// runningShare is run's sharing without --share: on, without starting a
+// shared host, when one listens on the default socket.
+func runningShare() *manager.ShareOptions {
+	sock, err := shared.DefaultSocket()
+	if err != nil || !shared.Alive(sock) {
+		return nil
+	}
+	return &manager.ShareOptions{Socket: sock, NoStart: true}
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // shareOptions are run's sharing options: a shared host on the default

@@ -68,9 +68,10 @@ func countOf[T events.Event](evs []events.Event) (n int, last T) {
 	return n, last
 }
 
-// TestShareTwoRunsOneServerProcess runs two `run --share` processes whose
-// calls are inside the server at the same time: one server process, in
-// the daemon's session, serves both.
+// TestShareTwoRunsOneServerProcess runs two `run` processes, one with
+// --share and one without (a shared host is running, so it shares too),
+// whose calls are inside the server at the same time: one server process,
+// in the daemon's session, serves both.
 func TestShareTwoRunsOneServerProcess(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
@@ -82,8 +83,9 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 	g := fixturetest.NewGate(t)
 	var runs []*exec.Cmd
 	var outs []*bytes.Buffer
-	for range 2 {
-		r := mockCommand(t, "--db", db, "run", "--share", "--once", "--gate", "1m", "--cwd", cwd, "--config", cfg,
+	// The second run shares without --share: a shared host is running.
+	for _, share := range []string{"--share", "--once"} {
+		r := mockCommand(t, "--db", db, "run", share, "--once", "--gate", "1m", "--cwd", cwd, "--config", cfg,
 			"--call", "fx/sleep", "--args", `{"gate":"`+g.Path()+`"}`)
 		var out bytes.Buffer
 		r.Stdout, r.Stderr = &out, &out
