@@ -109,7 +109,7 @@ func (m *Manager) attachOf(s *server, res transport.Resolved) shared.Attach {
 			roots = append(roots, filepath.FromSlash(u.Path))
 		}
 	}
-	return shared.Attach{Config: s.cfg.Clone(), Command: res.Cfg.Command, Args: res.Cfg.Args, Cwd: filepath.Clean(dir), Env: res.Env, Roots: roots}
+	return shared.Attach{Name: s.name, Config: s.cfg.Clone(), Command: res.Cfg.Command, Args: res.Cfg.Args, Cwd: filepath.Clean(dir), Env: res.Env, Roots: roots}
 }
 
 // shareClient returns the manager's control stream to the shared host,

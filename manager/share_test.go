@@ -348,7 +348,7 @@ func TestShareHostGoneReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	cwd := t.TempDir()
-	att, err := c.Attach(t.Context(), shared.Attach{Config: events.ServerConfig{Name: "fx", Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: cwd})
+	att, err := c.Attach(t.Context(), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func TestShareHostGoneCancelsCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	att, err := c.Attach(t.Context(), shared.Attach{Config: events.ServerConfig{Name: "fx", Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: t.TempDir()})
+	att, err := c.Attach(t.Context(), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,6 +136,12 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 	if code, out, errOut := runCmd(t, "--db", db, "verify", "--all"); code != 0 {
 		t.Errorf("verify --all: exit %d: %s %s", code, out, errOut)
 	}
+	// sessions says which sessions shared which server process.
+	_, out, _ := runCmd(t, "--db", db, "sessions")
+	_, shline, _ := strings.Cut(out, "shared server processes")
+	if !strings.Contains(shline, daemon+"  fx-") || !strings.Contains(shline, hosts[0]) || !strings.Contains(shline, hosts[1]) {
+		t.Errorf("sessions does not show the sharing:\n%s", out)
+	}
 	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", "shared.sock")); !os.IsNotExist(err) {
 		t.Errorf("the daemon left its socket: %v", err)
 	}

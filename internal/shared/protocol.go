@@ -39,6 +39,9 @@ type Welcome struct {
 // the socket only: its resolved values are never stored or logged by
 // either side.
 type Attach struct {
+	// Name is the server's name in the host's config; the instance is
+	// named after it.
+	Name string `json:"name"`
 	// Config is the server's configuration as the host has it (env and
 	// header values unresolved), which the instance key hashes.
 	Config events.ServerConfig `json:"config"`

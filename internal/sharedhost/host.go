@@ -392,13 +392,13 @@ func (h *Host) instanceFor(ctx context.Context, a shared.Attach) (*instance, err
 	h.mu.Lock()
 	in := h.instances[key]
 	if in == nil {
-		id := nameChars.ReplaceAllString(a.Config.Name, "_")
+		id := nameChars.ReplaceAllString(a.Name, "_")
 		if id == "" {
 			id = "server"
 		}
 		id += "-" + key[:8]
 		for n := 2; h.byID[id] != nil; n++ {
-			id = fmt.Sprintf("%s-%s-%d", nameChars.ReplaceAllString(a.Config.Name, "_"), key[:8], n)
+			id = fmt.Sprintf("%s-%s-%d", nameChars.ReplaceAllString(a.Name, "_"), key[:8], n)
 		}
 		in = newInstance(h, id, key)
 		h.instances[key] = in
@@ -444,7 +444,7 @@ func (h *Host) start(in *instance, a shared.Attach) error {
 	}
 	if !slices.Contains(res.Connected, in.id) {
 		h.mgr.DisconnectServer(context.WithoutCancel(h.ctx), in.id)
-		return fmt.Errorf("MCP server %q did not connect", a.Config.Name)
+		return fmt.Errorf("MCP server %q did not connect", a.Name)
 	}
 	connected, _ := LastConnected(h.ctx, h.j.Store(), h.session, in.id)
 	in.build(connected)
