@@ -73,10 +73,17 @@ func (m *Manager) connectTransport(cfg events.ServerConfig) string {
 // dialShared opens s's transport through the shared host, or, when there
 // is none to be had, s's own process (and logs why).
 func (m *Manager) dialShared(ctx context.Context, s *server, res transport.Resolved) (mcp.Transport, error) {
-	c, err := m.shareClient(ctx)
+	// The server's connect timeout bounds finding the shared host and
+	// the attach, which starts the server there.
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if s.timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, s.timeout)
+	}
+	defer cancel()
+	c, err := m.shareClient(actx)
 	if err == nil {
 		var att shared.Attached
-		att, err = c.Attach(ctx, m.attachOf(s, res))
+		att, err = c.Attach(actx, m.attachOf(s, res))
 		if err == nil {
 			m.noteShare(s.name, shareNote{events.TransportShared, att.Instance})
 			return c.Transport(att), nil

@@ -96,6 +96,7 @@ func Dial(ctx context.Context, socket string, hello Hello) (*Client, error) {
 		io.Copy(io.Discard, r)
 		resp.Body.Close()
 		close(c.done)
+		tr.CloseIdleConnections()
 	}()
 	return c, nil
 }

@@ -2,6 +2,7 @@ package shared
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"time"
 )
@@ -44,12 +45,19 @@ func (l *peerListener) Accept() (net.Conn, error) {
 }
 
 // refuse answers a connection of another user with 403 and closes it.
+// What the peer sends is discarded unread, until it closes its end (or a
+// second passes), so that its request's write does not fail before it
+// reads the answer.
 func refuse(c net.Conn, uid int, err error) {
 	defer c.Close()
 	msg := fmt.Sprintf("shared host: peer uid %d is not this shared host's user\n", uid)
 	if err != nil {
 		msg = "shared host: peer not identified: " + err.Error() + "\n"
 	}
-	c.SetWriteDeadline(time.Now().Add(time.Second))
+	c.SetDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg)
+	if uc, ok := c.(*net.UnixConn); ok {
+		uc.CloseWrite()
+	}
+	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }

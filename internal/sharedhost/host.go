@@ -299,12 +299,20 @@ func (h *Host) attach(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "only stdio servers are shared")
 		return
 	}
-	in, err := h.instanceFor(r.Context(), a)
-	if err != nil {
-		writeError(w, http.StatusBadGateway, err.Error())
-		return
+	var in *instance
+	for {
+		var err error
+		if in, err = h.instanceFor(r.Context(), a); err != nil {
+			writeError(w, http.StatusBadGateway, err.Error())
+			return
+		}
+		h.mu.Lock()
+		if !in.stopped {
+			break // h.mu stays locked
+		}
+		// Its idle period ended meanwhile: the next one is started.
+		h.mu.Unlock()
 	}
-	h.mu.Lock()
 	if hc.ctx.Err() != nil {
 		h.mu.Unlock()
 		writeError(w, http.StatusGone, "host detached")
