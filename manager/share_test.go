@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/internal/shared"
 	"github.com/mcplife/mcplife/internal/sharedhost"
@@ -456,5 +457,34 @@ func TestShareHostGoneCancelsCalls(t *testing.T) {
 	c.Close()
 	if err := cancelled.WaitReached(t.Context(), 1); err != nil {
 		t.Fatalf("the call was not cancelled: %v", err)
+	}
+}
+
+// TestShareResourcesAndPrompts reads a resource, a templated one and a
+// prompt of a shared server through the relay.
+func TestShareResourcesAndPrompts(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(t, "resources=2", "resource-templates", "prompts=1")
+	m := e.manager("host", t.TempDir())
+	if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
+		t.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	waitFor(t, m, "the resources and prompts listed", func() bool {
+		st, _ := m.View().Server("fx")
+		return len(st.Resources) == 2 && len(st.Templates) == 1 && len(st.Prompts) == 1
+	})
+	st, _ := m.View().Server("fx")
+	res, err := m.ReadResource(t.Context(), "fx", st.Resources[0].URI)
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != fixture.ResourceText(st.Resources[0].URI, 1) {
+		t.Errorf("read %s: %v %+v", st.Resources[0].URI, err, res)
+	}
+	uri := strings.Replace(st.Templates[0].URITemplate, "{id}", "abc", 1)
+	if res, err := m.ReadResource(t.Context(), "fx", uri); err != nil || len(res.Contents) != 1 || res.Contents[0].Text != fixture.ResourceText(uri, 1) {
+		t.Errorf("read %s through its template: %v %+v", uri, err, res)
+	}
+	p, err := m.GetPrompt(t.Context(), "fx", st.Prompts[0].Name, map[string]string{"topic": "moon"})
+	if err != nil || len(p.Messages) != 1 {
+		t.Errorf("prompt: %v %+v", err, p)
 	}
 }

@@ -59,19 +59,24 @@ func (in *instance) build(c *events.ServerConnected) {
 }
 
 // Relay is an MCP server that mirrors one server of a manager: the real
-// server's name, version, instructions and capabilities (tools always
-// with listChanged, since the relay follows the server's list), and its
-// tools as the server listed them, whose calls go through the manager
-// (recorded there), with their progress relayed. [Relay.Sync] brings its
-// tools in step with the manager's view. It is safe for concurrent use.
+// server's name, version, instructions and capabilities (lists always
+// with listChanged, since the relay follows the server's lists; no
+// resource subscriptions), and its tools, resources, resource templates
+// and prompts as the server listed them. Calls, reads, prompt gets and
+// completions go through the manager (recorded there), a call's progress
+// relayed. [Relay.Sync] brings its lists in step with the manager's view.
+// It is safe for concurrent use.
 type Relay struct {
 	mgr    *manager.Manager
 	server string
 	opts   RelayOptions
 	srv    *mcp.Server
 
-	mu    sync.Mutex
-	tools map[string]events.ToolDef // the relay's tools by name
+	mu        sync.Mutex
+	tools     map[string]events.ToolDef // the relay's tools by name
+	resources map[string]events.ResourceDef
+	templates map[string]events.ResourceTemplateDef
+	prompts   map[string]events.PromptDef
 }
 
 // RelayOptions configure a [Relay]; nil means defaults.
@@ -85,7 +90,8 @@ type RelayOptions struct {
 // latest ServerConnected (nil: a generic name and the tools capability
 // only), with the server's tools.
 func NewRelay(mgr *manager.Manager, server string, c *events.ServerConnected, opts *RelayOptions) *Relay {
-	r := &Relay{mgr: mgr, server: server, tools: map[string]events.ToolDef{}}
+	r := &Relay{mgr: mgr, server: server, tools: map[string]events.ToolDef{},
+		resources: map[string]events.ResourceDef{}, templates: map[string]events.ResourceTemplateDef{}, prompts: map[string]events.PromptDef{}}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -103,10 +109,23 @@ func NewRelay(mgr *manager.Manager, server string, c *events.ServerConnected, op
 			}
 		}
 	}
-	if sopts.Capabilities.Tools == nil {
-		sopts.Capabilities.Tools = &mcp.ToolCapabilities{}
+	caps := sopts.Capabilities
+	if caps.Tools == nil {
+		caps.Tools = &mcp.ToolCapabilities{}
 	}
-	sopts.Capabilities.Tools.ListChanged = true
+	caps.Tools.ListChanged = true
+	if caps.Resources != nil {
+		// Subscriptions are not relayed; lists follow the server's.
+		caps.Resources.Subscribe, caps.Resources.ListChanged = false, true
+	}
+	if caps.Prompts != nil {
+		caps.Prompts.ListChanged = true
+	}
+	if caps.Completions != nil {
+		sopts.CompletionHandler = func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return mgr.Complete(ctx, server, req.Params)
+		}
+	}
 	r.srv = mcp.NewServer(impl, sopts)
 	r.Sync()
 	return r
@@ -159,10 +178,65 @@ func (r *Relay) Sync() {
 		r.srv.AddTool(relayTool(d), r.callHandler(name))
 		r.tools[d.Name] = d
 	}
+	read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return r.mgr.ReadResource(ctx, r.server, req.Params.URI)
+	}
+	syncSet(r.resources, st.Resources, func(d events.ResourceDef) string { return d.URI }, r.srv.RemoveResources, func(d events.ResourceDef) {
+		r.srv.AddResource(wireAs[mcp.Resource](d), read)
+	})
+	syncSet(r.templates, st.Templates, func(d events.ResourceTemplateDef) string { return d.URITemplate }, r.srv.RemoveResourceTemplates, func(d events.ResourceTemplateDef) {
+		r.srv.AddResourceTemplate(wireAs[mcp.ResourceTemplate](d), read)
+	})
+	syncSet(r.prompts, st.Prompts, func(d events.PromptDef) string { return d.Name }, r.srv.RemovePrompts, func(d events.PromptDef) {
+		r.srv.AddPrompt(wireAs[mcp.Prompt](d), func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return r.mgr.GetPrompt(ctx, r.server, req.Params.Name, req.Params.Arguments)
+		})
+	})
 }
 
-// sameDef reports whether two definitions are the same.
-func sameDef(a, b events.ToolDef) bool {
+// syncSet brings a relay's set of definitions (have, by key) to want:
+// those gone are removed, new or changed ones added. Requires r.mu.
+func syncSet[D any](have map[string]D, want []D, key func(D) string, remove func(...string), add func(D)) {
+	keep := map[string]bool{}
+	for _, d := range want {
+		keep[key(d)] = true
+	}
+	var gone []string
+	for k := range have {
+		if !keep[k] {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		remove(gone...)
+		for _, k := range gone {
+			delete(have, k)
+		}
+	}
+	for _, d := range want {
+		if old, ok := have[key(d)]; ok && sameJSON(old, d) {
+			continue
+		}
+		add(d)
+		have[key(d)] = d
+	}
+}
+
+// wireAs converts a recorded definition to its go-sdk type: the recorded
+// fields have the wire's names.
+func wireAs[T any](def any) *T {
+	var out T
+	b, _ := json.Marshal(def)
+	json.Unmarshal(b, &out)
+	return &out
+}
+
+// sameDef reports whether two tool definitions are the same.
+func sameDef(a, b events.ToolDef) bool { return sameJSON(a, b) }
+
+// sameJSON reports whether two values encode the same.
+func sameJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
