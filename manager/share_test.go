@@ -52,6 +52,12 @@ func newShareEnv(t testing.TB) *shareEnv {
 // it.
 func (e *shareEnv) serve(idle time.Duration, session ...string) context.CancelFunc {
 	e.t.Helper()
+	return e.serveWith(&sharedhost.Options{Idle: idle}, session...)
+}
+
+// serveWith is serve with the shared host's options.
+func (e *shareEnv) serveWith(opts *sharedhost.Options, session ...string) context.CancelFunc {
+	e.t.Helper()
 	l, err := shared.Listen(e.socket)
 	if err != nil {
 		e.t.Fatal(err)
@@ -62,7 +68,7 @@ func (e *shareEnv) serve(idle time.Duration, session ...string) context.CancelFu
 	if len(session) > 0 {
 		id = session[0]
 	}
-	go func() { e.served <- sharedhost.Serve(ctx, l, e.j, id, &sharedhost.Options{Idle: idle}) }()
+	go func() { e.served <- sharedhost.Serve(ctx, l, e.j, id, opts) }()
 	return cancel
 }
 
@@ -486,5 +492,51 @@ func TestShareResourcesAndPrompts(t *testing.T) {
 	p, err := m.GetPrompt(t.Context(), "fx", st.Prompts[0].Name, map[string]string{"topic": "moon"})
 	if err != nil || len(p.Messages) != 1 {
 		t.Errorf("prompt: %v %+v", err, p)
+	}
+}
+
+// TestShareElicitationGoesToTheCaller has a shared server ask for input
+// inside a call: the host whose call it is answers (or, not answering
+// elicitation, has it declined).
+func TestShareElicitationGoesToTheCaller(t *testing.T) {
+	e := newShareEnv(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "go on?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean","default":true}}}`)})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action}}}, nil
+	})
+	e.serveWith(&sharedhost.Options{Idle: time.Hour, Manager: &manager.Options{
+		Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			if _, err := srv.Connect(ctx, st, nil); err != nil {
+				return nil, err
+			}
+			return ct, nil
+		},
+	}})
+	cfg := []events.ServerConfig{{Name: "asker", Command: "in-memory"}}
+	cwd := t.TempDir()
+	answers := e.manager("answers", cwd, func(o *manager.Options) { o.Elicit = manager.AcceptElicitationDefaults })
+	silent := e.manager("silent", cwd)
+	for _, m := range []*manager.Manager{answers, silent} {
+		if res, err := m.ConnectServers(t.Context(), cfg, nil); err != nil || len(res.Errors) > 0 {
+			t.Fatalf("connect: %v %v", err, res.Errors)
+		}
+	}
+	for m, want := range map[*manager.Manager]string{answers: "accept", silent: "decline"} {
+		tool, ok := m.Tool("mcp_asker_ask")
+		if !ok {
+			t.Fatalf("%s: no ask tool", m.Session())
+		}
+		res, err := tool.Call(t.Context(), nil)
+		if err != nil || res.Err != nil || res.Text() != want {
+			t.Errorf("%s: ask: %v %v %q, want %q", m.Session(), err, res.Err, res.Text(), want)
+		}
+	}
+	if n, _ := count[*events.ElicitationAnswered](e.events("answers")); n != 1 {
+		t.Errorf("the answering host recorded %d ElicitationAnswered, want 1", n)
 	}
 }

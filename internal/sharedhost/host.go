@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
 	"github.com/mcplife/mcplife/internal/shared"
@@ -85,6 +87,41 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 		// An attach waits for its server's tools anyway.
 		mo.Gate = 2 * time.Minute
 	}
+	var h *Host
+	relayOf := func(server string) *Relay {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		in := h.byID[server]
+		if in == nil {
+			return nil
+		}
+		select {
+		case <-in.ready:
+			if in.err == nil {
+				return in.relay
+			}
+		default: // still starting: no call can be in flight
+		}
+		return nil
+	}
+	// A server's elicitation and sampling requests go to the host whose
+	// call caused them.
+	if mo.Elicit == nil {
+		mo.Elicit = func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			if r := relayOf(server); r != nil {
+				return r.Elicit(ctx, p)
+			}
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}
+	}
+	if mo.Sample == nil {
+		mo.Sample = func(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			if r := relayOf(server); r != nil {
+				return r.Sample(ctx, p)
+			}
+			return nil, ErrNoCause
+		}
+	}
 	mgr, err := manager.New(j, session, &mo)
 	if err != nil {
 		l.Close()
@@ -92,7 +129,7 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
-	h := &Host{
+	h = &Host{
 		mgr: mgr, j: j, session: session, idle: o.Idle, firstHost: o.FirstHost, log: o.Logger, key: key,
 		hosts: map[string]*hostConn{}, instances: map[string]*instance{}, byID: map[string]*instance{},
 		empty: make(chan struct{}),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -77,6 +78,9 @@ type Relay struct {
 	resources map[string]events.ResourceDef
 	templates map[string]events.ResourceTemplateDef
 	prompts   map[string]events.PromptDef
+	// calls counts the calls in flight by the relay session that made
+	// them, so a request of the server is sent to the host it is for.
+	calls map[*mcp.ServerSession]int
 }
 
 // RelayOptions configure a [Relay]; nil means defaults.
@@ -91,7 +95,8 @@ type RelayOptions struct {
 // only), with the server's tools.
 func NewRelay(mgr *manager.Manager, server string, c *events.ServerConnected, opts *RelayOptions) *Relay {
 	r := &Relay{mgr: mgr, server: server, tools: map[string]events.ToolDef{},
-		resources: map[string]events.ResourceDef{}, templates: map[string]events.ResourceTemplateDef{}, prompts: map[string]events.PromptDef{}}
+		resources: map[string]events.ResourceDef{}, templates: map[string]events.ResourceTemplateDef{}, prompts: map[string]events.PromptDef{},
+		calls: map[*mcp.ServerSession]int{}}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -273,6 +278,18 @@ func (r *Relay) callHandler(name string) mcp.ToolHandler {
 			ctx, done = r.opts.CallContext(ctx, req)
 			defer done()
 		}
+		if ss := req.Session; ss != nil {
+			r.mu.Lock()
+			r.calls[ss]++
+			r.mu.Unlock()
+			defer func() {
+				r.mu.Lock()
+				if r.calls[ss]--; r.calls[ss] <= 0 {
+					delete(r.calls, ss)
+				}
+				r.mu.Unlock()
+			}()
+		}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			ss := req.Session
 			ctx = manager.WithProgress(ctx, func(p manager.Progress) {
@@ -348,4 +365,48 @@ func (h *Host) relayHTTP(w http.ResponseWriter, r *http.Request) {
 	if n > 0 {
 		h.release(in, hc, 1, events.DetachRequested)
 	}
+}
+
+// ErrNoCause is the answer to a server's request for sampling that no
+// host's call can have caused: none, or calls of several hosts, were in
+// flight.
+var ErrNoCause = errors.New("no single call of an attached host is in flight to answer this request")
+
+// cause returns the relay session whose calls alone are in flight, nil
+// when there is none or there are several.
+func (r *Relay) cause() *mcp.ServerSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.calls) != 1 {
+		return nil
+	}
+	for ss := range r.calls {
+		return ss
+	}
+	return nil
+}
+
+// Elicit passes a server's elicitation request to the host whose call
+// caused it: the one host with calls in flight. With none, or several, it
+// is declined.
+func (r *Relay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ss := r.cause()
+	if ss == nil {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	res, err := ss.Elicit(ctx, p)
+	if err != nil {
+		return &mcp.ElicitResult{Action: "decline"}, nil // the host does not answer elicitation
+	}
+	return res, nil
+}
+
+// Sample passes a server's sampling request to the host whose call caused
+// it, as Elicit does; without one it fails with [ErrNoCause].
+func (r *Relay) Sample(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	ss := r.cause()
+	if ss == nil {
+		return nil, ErrNoCause
+	}
+	return ss.CreateMessage(ctx, p)
 }
