@@ -3,11 +3,13 @@ package manager_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -539,4 +541,52 @@ func TestShareElicitationGoesToTheCaller(t *testing.T) {
 	if n, _ := count[*events.ElicitationAnswered](e.events("answers")); n != 1 {
 		t.Errorf("the answering host recorded %d ElicitationAnswered, want 1", n)
 	}
+}
+
+// TestShareWithoutSharedHostRunsHere asks for sharing where no shared host
+// runs and none can be started: the server runs in this process, recorded
+// with transport stdio, and the log says why.
+func TestShareWithoutSharedHostRunsHere(t *testing.T) {
+	for name, share := range map[string]*manager.ShareOptions{
+		"no start":       {NoStart: true},
+		"missing binary": {Start: []string{filepath.Join(t.TempDir(), "no-such-mcp-audit"), "daemon"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newShareEnv(t)
+			share.Socket = e.socket
+			var log strings.Builder
+			var mu sync.Mutex
+			m := e.manager("host", t.TempDir(), func(o *manager.Options) {
+				o.Share = share
+				o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &log}, nil))
+			})
+			cmd, args := fixturetest.Command(t)
+			if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
+				t.Fatalf("connect: %v %v", err, res.Errors)
+			}
+			if pid := pidOf(t, m); pid == 0 {
+				t.Fatal("no server")
+			}
+			_, c := count[*events.ServerConnected](e.events("host"))
+			if c == nil || c.Transport != events.TransportStdio || c.SharedInstance != "" || c.Pid == 0 {
+				t.Errorf("ServerConnected %+v: want the server run here (stdio, a pid)", c)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(log.String(), "not shared") {
+				t.Errorf("no log line says why: %s", log.String())
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
