@@ -176,6 +176,9 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 		o.Logger.Error("shared host: serve", "err", err)
 	}
 	h.cancel() // ends the control streams
+	h.mu.Lock()
+	h.ending = true // no request enters after this
+	h.mu.Unlock()
 	srv.Close()
 	cctx := context.WithoutCancel(ctx)
 	h.mu.Lock()
@@ -189,6 +192,7 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
+	h.requests.Wait()
 	err = mgr.DisconnectAll(cctx)
 	if rerr := mgr.RecordSession(cctx, &events.SessionClosed{Reason: reason}); err == nil {
 		err = rerr
@@ -213,6 +217,9 @@ type Host struct {
 	ctx    context.Context // ends when Serve returns
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// requests counts the control and attach requests being served, so
+	// their HostDetached are recorded before SessionClosed.
+	requests sync.WaitGroup
 
 	mu         sync.Mutex
 	hosts      map[string]*hostConn // attached hosts by id
@@ -223,6 +230,7 @@ type Host struct {
 	emptyOnce  sync.Once
 	empty      chan struct{} // closed when the shared host has nothing left
 	hadAny     bool
+	ending     bool // Serve is returning: no request enters
 }
 
 // hostConn is one attached host: its control stream.
@@ -262,6 +270,17 @@ func (h *Host) checkEmpty() {
 	}
 }
 
+// enter counts a request in, unless the shared host is ending.
+func (h *Host) enter() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ending {
+		return false
+	}
+	h.requests.Add(1)
+	return true
+}
+
 // maxHello bounds the body of a control request or an attach.
 const maxHello = 1 << 20
 
@@ -269,6 +288,11 @@ const maxHello = 1 << 20
 // the response open until the host goes away or the shared host ends;
 // then every instance of the host is released and its calls cancelled.
 func (h *Host) control(w http.ResponseWriter, r *http.Request) {
+	if !h.enter() {
+		writeError(w, http.StatusServiceUnavailable, "shared host ending")
+		return
+	}
+	defer h.requests.Done()
 	var hello shared.Hello
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxHello)).Decode(&hello); err != nil {
 		writeError(w, http.StatusBadRequest, "bad hello: "+err.Error())
@@ -308,6 +332,11 @@ func (h *Host) control(w http.ResponseWriter, r *http.Request) {
 // attach serves an attach: it finds or starts the instance, counts the
 // host in and answers with the instance's endpoint.
 func (h *Host) attach(w http.ResponseWriter, r *http.Request) {
+	if !h.enter() {
+		writeError(w, http.StatusServiceUnavailable, "shared host ending")
+		return
+	}
+	defer h.requests.Done()
 	h.mu.Lock()
 	hc := h.hosts[r.PathValue("host")]
 	h.mu.Unlock()
