@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -402,11 +403,17 @@ func BenchmarkShareCall(b *testing.B) {
 				b.Fatal("no echo")
 			}
 			in := map[string]any{"text": "hi"}
+			var took []time.Duration
 			for b.Loop() {
+				t0 := time.Now()
 				if res, err := tool.Call(b.Context(), in); err != nil || res.Err != nil {
 					b.Fatal(err, res.Err)
 				}
+				took = append(took, time.Since(t0))
 			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
 		})
 	}
 }
