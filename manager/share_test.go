@@ -545,6 +545,7 @@ func TestShareElicitationGoesToTheCaller(t *testing.T) {
 			t.Errorf("%s: ask: %v %v %q, want %q", m.Session(), err, res.Err, res.Text(), want)
 		}
 	}
+	answers.Close(t.Context()) // stores the events recorded without waiting
 	if n, _ := count[*events.ElicitationAnswered](e.events("answers")); n != 1 {
 		t.Errorf("the answering host recorded %d ElicitationAnswered, want 1", n)
 	}
