@@ -189,6 +189,13 @@ type ServerConnected struct {
 	Capabilities    json.RawMessage `json:"capabilities,omitempty"`
 	Instructions    string          `json:"instructions,omitempty"`
 	Duration        time.Duration   `json:"duration"`
+	// Transport and SharedInstance are set only for a server the
+	// session asked to share: Transport "shared" with the shared host's
+	// instance id, or "stdio" when no shared host could be used and the
+	// session ran the server itself. Empty otherwise (the transport is
+	// the ConnectStarted's).
+	Transport      string `json:"transport,omitempty"`
+	SharedInstance string `json:"sharedInstance,omitempty"`
 }
 
 // ConnectFailed is recorded when connect or initialize failed or timed out.
@@ -418,6 +425,8 @@ var decoders = map[string]struct {
 	TypePromptRetrieved:      {1, func() Event { return new(PromptRetrieved) }},
 
 	TypeServerMessagesLimited: {1, func() Event { return new(ServerMessagesLimited) }},
+	TypeHostAttached:          {1, func() Event { return new(HostAttached) }},
+	TypeHostDetached:          {1, func() Event { return new(HostDetached) }},
 }
 
 // Types returns every known event type string, sorted.

@@ -29,7 +29,7 @@ func Describe(ev Event) string {
 	case *ConnectStarted:
 		return fmt.Sprintf("%s transport=%s attempt=%d round=%d", e.Server, e.Transport, e.Attempt, e.Round)
 	case *ServerConnected:
-		return fmt.Sprintf("%s protocol=%s%s", e.Server, e.ProtocolVersion, kv(" peer", e.PeerName))
+		return fmt.Sprintf("%s protocol=%s%s%s%s", e.Server, e.ProtocolVersion, kv(" peer", e.PeerName), kv(" transport", e.Transport), kv(" instance", e.SharedInstance))
 	case *ConnectFailed:
 		return fmt.Sprintf("%s timedOut=%t error=%q", e.Server, e.TimedOut, e.Error)
 	case *ToolsListed:
@@ -84,6 +84,10 @@ func Describe(ev Event) string {
 		return fmt.Sprintf("%s attempts=%d lastError=%q", e.Server, e.Attempts, e.LastError)
 	case *HostResumed:
 		return fmt.Sprintf("sleptMs=%d", e.SleptMs)
+	case *HostAttached:
+		return fmt.Sprintf("%s session=%s pid=%d", e.Server, e.Session, e.Pid)
+	case *HostDetached:
+		return fmt.Sprintf("%s session=%s pid=%d%s", e.Server, e.Session, e.Pid, kv(" reason", e.Reason))
 	case *ConfigChanged:
 		s := fmt.Sprintf("paths=[%s]", strings.Join(e.Paths, " "))
 		for _, l := range []struct {

@@ -36,6 +36,8 @@ func TestEveryTypeRoundTrips(t *testing.T) {
 		&ReconnectScheduled{Server: "s", Attempt: 2, DelayMs: 512, Cause: "process exited"},
 		&ReconnectGaveUp{Server: "s", Attempts: 5, LastError: "e"},
 		&HostResumed{SleptMs: 3_600_000},
+		&HostAttached{Server: "s-1a2b3c4d", Session: "host", Pid: 42},
+		&HostDetached{Server: "s-1a2b3c4d", Session: "host", Pid: 42, Reason: DetachHostGone},
 		&ConfigChanged{Paths: []string{"/p/.mcp.json"}, Added: []string{"a"}, Changed: []string{"c"}, Removed: []string{"r"}},
 		&ProcessesSeen{Server: "s", Pids: []ProcessRef{{Pid: 10, StartTime: 99}}},
 		&SessionAbandoned{Session: "old", DetectedBy: "new"},

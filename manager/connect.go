@@ -117,7 +117,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 		for _, s := range starting {
 			s.round = r
 			evs = append(evs, &events.ConnectStarted{
-				Server: s.name, Transport: s.cfg.Transport(), Attempt: m.attempts[s.name] + 1, Round: r.id,
+				Server: s.name, Transport: m.connectTransport(s.cfg), Attempt: m.attempts[s.name] + 1, Round: r.id,
 			})
 		}
 	}
@@ -340,6 +340,7 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		}
 	}
 	lc.res.ScrubConnected(connected)
+	m.sharedConnected(connected)
 	if lc.proc != nil {
 		id := lc.proc.Identity()
 		connected.Pid, connected.Pgid, connected.StartTime = id.Pid, id.Pgid, id.StartTime
@@ -504,6 +505,8 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 		}
 		if m.opts.Dial != nil {
 			t, err = m.dialHost(ctx, s, res)
+		} else if m.sharing(res.Cfg) {
+			t, err = m.dialShared(ctx, s, res)
 		} else {
 			t, err = m.dial(s.name, res.Cfg, res, m.opts.Cwd)
 		}

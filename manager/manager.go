@@ -183,6 +183,10 @@ type Options struct {
 	// must not call the manager; its values must be safe to record, since
 	// a transcript keeps the request as sent.
 	CallMeta func(ctx context.Context) map[string]any
+	// Share, when set, attaches stdio servers to the user's shared host
+	// instead of starting them here (see [ShareOptions]). Off by default;
+	// ignored with Dial.
+	Share *ShareOptions
 }
 
 // ClientOptions are the client identity sent in initialize (and in OAuth
@@ -320,6 +324,8 @@ type Manager struct {
 	scanner   procScanner     // descendants of stdio servers, one /proc pass for many
 
 	auth authState // OAuth: the authorizer and the servers waiting for a login
+
+	share shareState // Options.Share: the control stream to the shared host
 }
 
 // New returns a manager that records session's lifecycle in j. The
@@ -694,6 +700,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.stopping = true
 	m.mu.Unlock()
 	m.cancel()
+	m.closeShare()
 	// Goroutines that wait for a recording stop waiting once ctx ends.
 	stopWaits := context.AfterFunc(ctx, m.out.abandonNow)
 	m.wg.Wait()

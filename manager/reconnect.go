@@ -184,7 +184,7 @@ func (m *Manager) waitRetry(s *server) bool {
 	}
 	m.attempts[s.name]++
 	m.setState(s, stDialing, conn.Attempt(m.attempts[s.name]))
-	m.emitDeferred("", &events.ConnectStarted{Server: s.name, Transport: s.cfg.Transport(), Attempt: m.attempts[s.name]})
+	m.emitDeferred("", &events.ConnectStarted{Server: s.name, Transport: m.connectTransport(s.cfg), Attempt: m.attempts[s.name]})
 	return true
 }
 

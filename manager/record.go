@@ -29,11 +29,11 @@ func (m *Manager) RecordDiscovery(ctx context.Context, outcomes ...events.Event)
 // RecordSession records what the host of this manager's session observes
 // of the session itself: its SessionStarted (first, before any server
 // connects), the ToolsActivated of tools it loaded for the model, and its
-// SessionClosed (last). An event of any other type is refused, with
-// nothing recorded.
+// SessionClosed (last); and a shared host's HostAttached and HostDetached.
+// An event of any other type is refused, with nothing recorded.
 func (m *Manager) RecordSession(ctx context.Context, ev events.Event) error {
 	switch ev.(type) {
-	case *events.SessionStarted, *events.ToolsActivated, *events.SessionClosed:
+	case *events.SessionStarted, *events.ToolsActivated, *events.SessionClosed, *events.HostAttached, *events.HostDetached:
 	default:
 		return fmt.Errorf("manager: record session: %s is not a session event", ev.Type())
 	}

@@ -76,6 +76,11 @@ type Options struct {
 	// DisableMCP skips discovery and connecting entirely: the session holds
 	// only Tools, and Start needs no journal.
 	DisableMCP bool
+	// Share, when set and Manager.Share is not, attaches the session's
+	// stdio servers to the user's shared host ([ServeShared]) instead of
+	// starting them in this process ([manager.ShareOptions]). It is
+	// recorded in SessionStarted's options ("share").
+	Share *manager.ShareOptions
 	// Manager configures the session's manager ([manager.New]); nil means
 	// defaults. Its Logger is the session's too: it receives per-server
 	// errors and late failures (nil discards). Empty Cwd and Resolver are
@@ -302,6 +307,9 @@ func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, 
 	if mo.Cwd == "" {
 		mo.Cwd = cwd
 	}
+	if mo.Share == nil {
+		mo.Share = o.Share
+	}
 	if mo.Logger == nil {
 		mo.Logger = log
 	}
@@ -341,6 +349,9 @@ func (s *Session) start(ctx context.Context, j *journal.Journal, opts *Options, 
 	}
 	if o.ToolMode != ToolsDirect {
 		started.Options[ToolModeOption] = string(o.ToolMode)
+	}
+	if mo.Share != nil {
+		started.Options["share"] = "on"
 	}
 	if len(mo.Roots) > 0 {
 		started.Options[RootsOption] = recordedRoots(mo.Roots, mo.Cwd)

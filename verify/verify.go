@@ -24,6 +24,10 @@ const (
 	RuleNothingAfterGaveUp      = "nothing-after-gave-up"
 	RuleNoReconnectAfterRequest = "no-reconnect-after-requested-disconnect"
 	RuleAuthAfterFailedConnect  = "auth-required-after-failed-connect"
+	// A shared host's session: a host attaches to an instance that
+	// connected, and detaches only after it attached.
+	RuleAttachAfterConnected = "attach-after-connected"
+	RuleDetachAfterAttach    = "detach-after-attach"
 )
 
 // Violation is one broken invariant, pointing at the offending event.
@@ -86,15 +90,25 @@ type Checker struct {
 	closed     bool
 	gapped     bool // a RecordingGap was seen
 	violations []Violation
+	// attached counts the open attachments of a shared host's session
+	// by instance, host session and pid.
+	attached map[attachment]int
+}
+
+// attachment is one host's use of a shared instance.
+type attachment struct {
+	server, session string
+	pid             int
 }
 
 // NewChecker returns a checker for session.
 func NewChecker(session string) *Checker {
 	return &Checker{
-		session: session,
-		servers: map[string]*server{},
-		gates:   map[int64]uint64{},
-		calls:   map[string]call{},
+		session:  session,
+		servers:  map[string]*server{},
+		gates:    map[int64]uint64{},
+		calls:    map[string]call{},
+		attached: map[attachment]int{},
 	}
 }
 
@@ -146,6 +160,18 @@ func (c *Checker) Apply(env events.Envelope) {
 		}
 	case *events.ServerDiscovered:
 		c.srv(e.Server).discovered = true
+	case *events.HostAttached:
+		if s := c.srv(e.Server); s.phase == phaseNone || s.phase == phaseConnecting && s.attempt <= 1 {
+			c.fail(env, e.Server, RuleAttachAfterConnected, "HostAttached of session %s before the instance connected", e.Session)
+		}
+		c.attached[attachment{e.Server, e.Session, e.Pid}]++
+	case *events.HostDetached:
+		a := attachment{e.Server, e.Session, e.Pid}
+		if c.attached[a] == 0 && !c.gapped {
+			c.fail(env, e.Server, RuleDetachAfterAttach, "HostDetached of session %s, pid %d, which is not attached", e.Session, e.Pid)
+		} else if c.attached[a]--; c.attached[a] <= 0 {
+			delete(c.attached, a)
+		}
 	case *events.ConnectStarted:
 		s := c.srv(e.Server)
 		if !s.discovered {
@@ -272,6 +298,7 @@ var phaseRules = map[string]bool{
 	RuleNothingAfterGaveUp:      true,
 	RuleNoReconnectAfterRequest: true,
 	RuleAuthAfterFailedConnect:  true,
+	RuleAttachAfterConnected:    true,
 }
 
 // settle takes back the phase-rule violations that ev, an event about s

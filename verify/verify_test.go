@@ -49,6 +49,8 @@ var (
 	retry3   = &events.ConnectStarted{Server: "a", Attempt: 3}
 	gaveUp   = &events.ReconnectGaveUp{Server: "a", Attempts: 5}
 	start9   = &events.ConnectStarted{Server: "a", Round: 2, Attempt: 9}
+	attach   = &events.HostAttached{Server: "a", Session: "h", Pid: 7}
+	detach   = &events.HostDetached{Server: "a", Session: "h", Pid: 7, Reason: events.DetachRequested}
 )
 
 func TestValidHistories(t *testing.T) {
@@ -64,6 +66,8 @@ func TestValidHistories(t *testing.T) {
 		"failed then retry":              history(disc, start, failed, gate, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn),
 		"in-flight call ends after drop": history(disc, start, conn, "c1", callS, "", &events.Disconnected{Server: "a", Reason: events.ReasonProcessExited}, "c1", callF, "", closed),
 		"open call in an open session":   history(disc, start, conn, "c1", callS),
+		"a shared host":                  history(disc, start, conn, listed, gate, attach, attach, "c1", callS, callF, "", detach, detach, disconn, closed),
+		"attach while reconnecting":      history(disc, start, conn, attach, dropped, sched2, retry2, attach, conn, detach, detach, closed),
 		"needs auth, then login":         history(disc, start, failed, &events.AuthRequired{Server: "a"}, gate, &events.AuthCompleted{Server: "a"}, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn, closed),
 	} {
 		if v := verify.Session("s", h); len(v) != 0 {
@@ -97,6 +101,8 @@ func TestEachInvariantFails(t *testing.T) {
 		{verify.RuleNoReconnectAfterRequest, history(disc, start, conn, disconn, sched2), 5},
 		{verify.RuleNoReconnectAfterRequest, history(disc, start, conn, disconn, retry2), 5},
 		{verify.RuleAuthAfterFailedConnect, history(disc, start, conn, &events.AuthRequired{Server: "a"}), 4},
+		{verify.RuleAttachAfterConnected, history(disc, start, attach, conn), 3},
+		{verify.RuleDetachAfterAttach, history(disc, start, conn, attach, detach, detach), 6},
 	} {
 		v := verify.Session("s", tc.h)
 		if len(v) != 1 || v[0].Rule != tc.rule || v[0].Seq != tc.seq {

@@ -110,6 +110,8 @@ func commands() []command {
 		{name: "diff", summary: "diff A B [--server S] [--fail-on breaking]: what servers listed, changed between two sessions", run: runDiff},
 		{name: "mock", summary: "mock SESSION --server NAME [--http ADDR]: serve a recorded server as a real MCP server", run: runMock},
 		{name: "export", summary: "export SESSION -o FILE.html|.json: one self-contained report of a session", run: runExport},
+		{name: "daemon", summary: "daemon [--idle DURATION]: run the shared host that run --share attaches to", run: runDaemon},
+		{name: "proxy", summary: "proxy SERVER [--config FILE]... [--cwd DIR]: a stdio MCP server relaying one shared server, for any agent's config", run: runProxy},
 		{name: "version", summary: "print the version of mcp-audit and of Go it was built with", run: runVersion},
 		{name: fixtureCommand, hidden: true, run: runFixture},
 	}

@@ -38,6 +38,16 @@ var helps = map[string]commandHelp{
 		about:    "Show what would be connected: each server with its transport, target and source, and every skipped, shadowed or invalid entry with its reason. Connects nothing. Exit 2 when a config file could not be read.",
 		examples: []string{"mcp-audit discover --cwd ~/src/project", "mcp-audit discover --json --no-project-config"},
 	},
+	"daemon": {
+		usage:    "daemon [flags]",
+		about:    "Run the user's shared host: one process of each stdio server for every `run --share` (and every program with session.Options.Share) of this user whose server config, resolved values, working directory and roots are the same. It listens on a Unix socket only this user can reach, records the servers, the hosts that attach and detach and the calls made through it in a session of its own, stops a server --idle after its last host detached, and exits when it has neither servers nor hosts. A host that finds none starts one itself, so running it by hand is optional. Prints ready (or running, when another shared host listens already) once it listens.",
+		examples: []string{"mcp-audit daemon", "mcp-audit daemon --idle 30m"},
+	},
+	"proxy": {
+		usage:    "proxy SERVER [flags]",
+		about:    "A stdio MCP server that relays one server of the discovered configs (--cwd, --config) through the user's shared host (started when none runs): the server's name, version, instructions, capabilities and tools as it lists them, list changes and progress. Put it in an agent's config (Claude Code, Codex, Cursor) in place of the server's command, and every agent session of the user shares one process of the server, recorded in the proxy's session and the shared host's. Only stdio servers are shared.",
+		examples: []string{"mcp-audit proxy github --config ~/.config/mcplife/servers.json", "claude mcp add github -- mcp-audit proxy github --cwd ~/src/project"},
+	},
 	"sessions": {
 		usage:    "sessions",
 		about:    "List the recorded sessions: id, host, start, duration, working directory, servers, tools and failures.",

@@ -116,6 +116,7 @@ type runOptions struct {
 	login  bool
 	roots  multiFlag
 	strict bool
+	share  bool
 }
 
 // closeTimeout bounds run's teardown, recording included.
@@ -139,6 +140,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	fs.BoolVar(&o.login, "login", false, "run the OAuth browser login for servers that need it, and for step-ups (without it, run never opens a browser)")
 	fs.BoolVar(&o.watch, "watch-config", true, "while running (not with --once), apply edits of the config files: connect added and changed servers, disconnect removed ones")
 	fs.IntVar(&o.budget, "tool-budget", defaultToolBudget, "tool budget in estimated `TOKENS` of the exposed tool definitions; over it, tools wait behind a search tool (0: off)")
+	fs.BoolVar(&o.share, "share", false, "attach stdio servers to the user's shared host (mcp-audit daemon, started when none runs) instead of starting them here; without one, they run here (unset: on when a shared host is running, --share=false: off)")
 	fs.Var(&o.roots, "root", "a `DIR` the servers get as a root (roots/list), repeatable; replaces the default root, the session's cwd")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -197,6 +199,10 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	share := shareOptions(o.share, g)
+	if !flagGiven(fs, "share") {
+		share = runningShare()
+	}
 	_, j, closeStore, err := g.openJournal()
 	if err != nil {
 		return err
@@ -238,6 +244,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 		ID: id, Loader: lopts, ToolBudget: o.budget,
 		Manager:     &manager.Options{Gate: o.gate, EagerCache: o.eager, Elicit: elicit, Auth: manager.AuthOptions{OAuth: authz, Interactive: o.login}, Logger: logger, Roots: roots},
 		WatchConfig: o.watch && !o.once,
+		Share:       share,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/store/sqlite"
+)
+
+// startDaemon starts `mcp-audit daemon` and returns once it listens.
+func startDaemon(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	d := mockCommand(t, args...)
+	var stderr bytes.Buffer
+	d.Stderr = &stderr
+	out, err := d.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("daemon said %q: %s", line, stderr.String())
+	}
+	return d, &stderr
+}
+
+// sessionEvents returns every session's events in the store at db.
+func sessionEvents(t *testing.T, db string) map[string][]events.Event {
+	t.Helper()
+	st, err := sqlite.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	out := map[string][]events.Event{}
+	for env, err := range st.ReadAll(context.Background(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := events.Decode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[env.SessionID] = append(out[env.SessionID], ev)
+	}
+	return out
+}
+
+func countOf[T events.Event](evs []events.Event) (n int, last T) {
+	for _, ev := range evs {
+		if x, ok := ev.(T); ok {
+			n++
+			last = x
+		}
+	}
+	return n, last
+}
+
+// TestShareTwoRunsOneServerProcess runs two `run` processes, one with
+// --share and one without (a shared host is running, so it shares too),
+// whose calls are inside the server at the same time: one server process,
+// in the daemon's session, serves both.
+func TestShareTwoRunsOneServerProcess(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	db := filepath.Join(t.TempDir(), "e.db")
+	cfg := writeConfig(t, map[string][]string{"fx": nil})
+	cwd := t.TempDir()
+	d, dlog := startDaemon(t, "--db", db, "daemon", "--idle", "1ms")
+
+	g := fixturetest.NewGate(t)
+	var runs []*exec.Cmd
+	var outs []*bytes.Buffer
+	// The second run shares without --share: a shared host is running.
+	for _, share := range []string{"--share", "--once"} {
+		r := mockCommand(t, "--db", db, "run", share, "--once", "--gate", "1m", "--cwd", cwd, "--config", cfg,
+			"--call", "fx/sleep", "--args", `{"gate":"`+g.Path()+`"}`)
+		var out bytes.Buffer
+		r.Stdout, r.Stderr = &out, &out
+		if err := r.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Process.Kill(); r.Wait() })
+		runs, outs = append(runs, r), append(outs, &out)
+	}
+	if err := g.WaitReached(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	g.Release()
+	for i, r := range runs {
+		if err := r.Wait(); err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, outs[i])
+		}
+	}
+	if err := d.Wait(); err != nil {
+		t.Fatalf("daemon: %v\n%s", err, dlog)
+	}
+
+	var daemon string
+	var hosts []string
+	all := sessionEvents(t, db)
+	for id, evs := range all {
+		if _, st := countOf[*events.SessionStarted](evs); st != nil && st.Options["role"] == "shared host" {
+			daemon = id
+		} else {
+			hosts = append(hosts, id)
+		}
+	}
+	if daemon == "" || len(hosts) != 2 {
+		t.Fatalf("sessions: daemon %q, hosts %v", daemon, hosts)
+	}
+	if n, _ := countOf[*events.ServerConnected](all[daemon]); n != 1 {
+		t.Errorf("daemon: %d ServerConnected, want 1 server process", n)
+	}
+	if n, _ := countOf[*events.HostAttached](all[daemon]); n != 2 {
+		t.Errorf("daemon: %d HostAttached, want 2", n)
+	}
+	for _, h := range hosts {
+		_, c := countOf[*events.ServerConnected](all[h])
+		if c == nil || c.Transport != events.TransportShared {
+			t.Errorf("host %s: ServerConnected %+v, want transport shared", h, c)
+		}
+	}
+	if code, out, errOut := runCmd(t, "--db", db, "verify", "--all"); code != 0 {
+		t.Errorf("verify --all: exit %d: %s %s", code, out, errOut)
+	}
+	// sessions says which sessions shared which server process.
+	_, out, _ := runCmd(t, "--db", db, "sessions")
+	_, shline, _ := strings.Cut(out, "shared server processes")
+	if !strings.Contains(shline, daemon+"  fx-") || !strings.Contains(shline, hosts[0]) || !strings.Contains(shline, hosts[1]) {
+		t.Errorf("sessions does not show the sharing:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", "shared.sock")); !os.IsNotExist(err) {
+		t.Errorf("the daemon left its socket: %v", err)
+	}
+}

@@ -1,0 +1,31 @@
+// Package shared is the socket and the protocol of shared servers, and
+// the attaching side: a host's [Client] of the user's shared host (which
+// package sharedhost implements).
+//
+// The shared host listens on a Unix socket ([DefaultSocket]; directory
+// 0700, socket 0600, created by [Listen] under a lock that makes two
+// shared hosts started at once end with one and replaces a socket left by
+// a dead one) and answers a connection only when its peer runs as the
+// same uid (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS; elsewhere
+// sharing is off, [ErrUnsupported]): another user's connection gets a
+// 403 before any request is read. It speaks HTTP/1.1:
+//
+//	POST /v1/hosts {session, pid}          the control stream: the response's first line is
+//	                                       {host, session, pid}, then it is held open; its end,
+//	                                       from either side, releases every instance of the
+//	                                       host and cancels its calls in flight
+//	POST /v1/hosts/{host}/attach {...}     the server's config as configured, the command,
+//	                                       arguments, working directory and resolved env values
+//	                                       to launch, its roots → {instance, endpoint}
+//	/v1/s/{instance}/mcp                   the instance as a streamable-HTTP MCP server; the
+//	                                       DELETE that closes its MCP session detaches
+//
+// Every request of a host names it in the Mcplife-Host header. The
+// resolved values travel over the socket only; the shared host compares
+// them by a keyed hash whose key never leaves its memory, and never
+// stores or logs them.
+//
+//	c, err := shared.Dial(ctx, socket, shared.Hello{Session: id, Pid: os.Getpid()})
+//	att, err := c.Attach(ctx, shared.Attach{Config: cfg, Command: cmd, Cwd: dir, Env: env})
+//	cs, err := mcp.NewClient(impl, nil).Connect(ctx, c.Transport(att), nil)
+package shared

@@ -1,0 +1,600 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/internal/shared"
+	"github.com/mcplife/mcplife/internal/sharedhost"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/memory"
+	"github.com/mcplife/mcplife/verify"
+)
+
+// shareEnv is a shared host on a temporary socket, recording into its own
+// session of one journal, and the hosts' managers on the same journal.
+type shareEnv struct {
+	t      testing.TB
+	st     store.Store
+	j      *journal.Journal
+	socket string
+	served chan error
+}
+
+func newShareEnv(t testing.TB) *shareEnv {
+	t.Helper()
+	st := memory.New()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	e := &shareEnv{t: t, st: st, j: j, socket: filepath.Join(t.TempDir(), "run", shared.SocketName), served: make(chan error, 1)}
+	return e
+}
+
+// serve starts a shared host (another after the first ended), recording
+// into the session "shared", or sessions[0]; the returned function ends
+// it.
+func (e *shareEnv) serve(idle time.Duration, session ...string) context.CancelFunc {
+	e.t.Helper()
+	return e.serveWith(&sharedhost.Options{Idle: idle}, session...)
+}
+
+// serveWith is serve with the shared host's options.
+func (e *shareEnv) serveWith(opts *sharedhost.Options, session ...string) context.CancelFunc {
+	e.t.Helper()
+	l, err := shared.Listen(e.socket)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.t.Cleanup(cancel)
+	id := "shared"
+	if len(session) > 0 {
+		id = session[0]
+	}
+	go func() { e.served <- sharedhost.Serve(ctx, l, e.j, id, opts) }()
+	return cancel
+}
+
+func (e *shareEnv) manager(session, cwd string, opts ...func(*manager.Options)) *manager.Manager {
+	e.t.Helper()
+	o := &manager.Options{
+		Cwd: cwd, Gate: time.Minute, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Share: &manager.ShareOptions{Socket: e.socket, NoStart: true},
+	}
+	for _, f := range opts {
+		f(o)
+	}
+	m, err := manager.New(e.j, session, o)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+// events returns a session's events, decoded, and checks them against
+// the ordering rules.
+func (e *shareEnv) events(session string) []events.Event {
+	e.t.Helper()
+	var envs []events.Envelope
+	var out []events.Event
+	for env, err := range e.st.ReadStream(context.Background(), session, 1) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		envs = append(envs, env)
+		ev, err := events.Decode(env)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	if vs := verify.Session(session, envs); len(vs) > 0 {
+		e.t.Errorf("session %s breaks the rules: %v", session, vs)
+	}
+	return out
+}
+
+func count[T events.Event](evs []events.Event) (n int, last T) {
+	for _, ev := range evs {
+		if x, ok := ev.(T); ok {
+			n++
+			last = x
+		}
+	}
+	return n, last
+}
+
+func filter[T events.Event](evs []events.Event) []T {
+	var out []T
+	for _, ev := range evs {
+		if x, ok := ev.(T); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// pidOf calls the fixture's pid tool through m.
+func pidOf(t testing.TB, m *manager.Manager) int {
+	t.Helper()
+	tool, ok := m.Tool("mcp_fx_pid")
+	if !ok {
+		t.Fatalf("no tool mcp_fx_pid in %v", m.Tools())
+	}
+	res, err := tool.Call(t.Context(), nil)
+	if err != nil || res.Err != nil || res.Result.IsError {
+		t.Fatalf("pid: %v %v %s", err, res.Err, res.Text())
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	b, _ := json.Marshal(res.Result.StructuredContent)
+	if err := json.Unmarshal(b, &info); err != nil || info.Pid == 0 {
+		t.Fatalf("pid result %s: %v", b, err)
+	}
+	return info.Pid
+}
+
+// TestShareTwoHostsOneProcess attaches two hosts to one shared host, under
+// each protocol era between host and relay.
+func TestShareTwoHostsOneProcess(t *testing.T) {
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(v, func(t *testing.T) { testShareTwoHosts(t, v) })
+	}
+}
+
+func testShareTwoHosts(t *testing.T, protocol string) {
+	e := newShareEnv(t)
+	e.serve(time.Millisecond)
+	cmd, args := fixturetest.Command(t)
+	cfg := events.ServerConfig{Name: "fx", Command: cmd, Args: args, Env: map[string]string{"FX_TOKEN": "s3cret-value"}}
+	cwd := t.TempDir()
+	pv := func(o *manager.Options) { o.ProtocolVersion = protocol }
+	m1, m2 := e.manager("host1", cwd, pv), e.manager("host2", cwd, pv)
+	for _, m := range []*manager.Manager{m1, m2} {
+		res, err := m.ConnectServers(t.Context(), []events.ServerConfig{cfg}, nil)
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatalf("connect: %v %v", err, res.Errors)
+		}
+		if _, ok := m.Tool("mcp_fx_echo"); !ok {
+			t.Fatalf("%s: no echo tool", m.Session())
+		}
+	}
+	if p1, p2 := pidOf(t, m1), pidOf(t, m2); p1 != p2 || p1 == os.Getpid() {
+		t.Fatalf("pids %d and %d: want one server process, not this one (%d)", p1, p2, os.Getpid())
+	}
+	for _, m := range []*manager.Manager{m1, m2} {
+		tool, _ := m.Tool("mcp_fx_echo")
+		res, err := tool.Call(t.Context(), map[string]any{"text": "hi " + m.Session()})
+		if err != nil || res.Err != nil || res.Text() != "hi "+m.Session() {
+			t.Fatalf("echo: %v %v %q", err, res.Err, res.Text())
+		}
+	}
+	// A list change of the shared server reaches every host: one host
+	// adds a tool, the other sees it.
+	updates, err := m2.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	change, _ := m1.Tool("mcp_fx_change_tools")
+	if res, err := change.Call(t.Context(), map[string]any{"add": "extra", "remove": "fail"}); err != nil || res.Err != nil {
+		t.Fatalf("change_tools: %v %v", err, res.Err)
+	}
+	for {
+		_, added := m2.Tool("mcp_fx_extra")
+		_, kept := m2.Tool("mcp_fx_fail")
+		if added && !kept {
+			break
+		}
+		select {
+		case <-updates:
+		case <-t.Context().Done():
+			t.Fatalf("host2 never saw the change: %v", m2.Tools())
+		}
+	}
+	m1.Close(t.Context())
+	m2.Close(t.Context())
+	select {
+	case err := <-e.served:
+		if err != nil {
+			t.Fatalf("shared host: %v", err)
+		}
+	case <-t.Context().Done():
+		t.Fatal("the shared host did not end after its last host and server")
+	}
+
+	sh := e.events("shared")
+	if n, _ := count[*events.ServerConnected](sh); n != 1 {
+		t.Errorf("shared host: %d ServerConnected, want one server process", n)
+	}
+	if n, _ := count[*events.HostAttached](sh); n != 2 {
+		t.Errorf("shared host: %d HostAttached, want 2", n)
+	}
+	for _, d := range filter[*events.HostDetached](sh) {
+		if d.Reason != events.DetachRequested {
+			t.Errorf("HostDetached %+v: want detached, the hosts closed their connections", d)
+		}
+	}
+	if n, _ := count[*events.HostDetached](sh); n != 2 {
+		t.Errorf("shared host: %d HostDetached, want 2", n)
+	}
+	if n, _ := count[*events.ToolCallFinished](sh); n != 5 {
+		t.Errorf("shared host: %d calls, want 5", n)
+	}
+	if n, d := count[*events.Disconnected](sh); n != 1 {
+		t.Errorf("shared host: %d Disconnected, want the idle stop", n)
+	} else {
+		t.Logf("idle stop: %s", d.Reason)
+	}
+	var instance string
+	for _, s := range []string{"host1", "host2"} {
+		evs := e.events(s)
+		_, st := count[*events.ConnectStarted](evs)
+		_, c := count[*events.ServerConnected](evs)
+		if st == nil || c == nil || st.Transport != events.TransportShared || c.Transport != events.TransportShared || c.SharedInstance == "" || c.Pid != 0 {
+			t.Fatalf("%s: ConnectStarted %+v, ServerConnected %+v: want transport shared with an instance and no pid", s, st, c)
+		}
+		if instance != "" && c.SharedInstance != instance {
+			t.Errorf("instances %s and %s: want one", instance, c.SharedInstance)
+		}
+		instance = c.SharedInstance
+		if n, want := len(filter[*events.ToolCallFinished](evs)), map[string]int{"host1": 3, "host2": 2}[s]; n != want {
+			t.Errorf("%s: %d calls recorded, want %d", s, n, want)
+		}
+	}
+	for _, env := range allEnvelopes(t, e.st) {
+		if b, _ := json.Marshal(env); strings.Contains(string(b), "s3cret-value") {
+			t.Errorf("a resolved value reached the store: %s", b)
+		}
+	}
+}
+
+func allEnvelopes(t *testing.T, st store.Store) []events.Envelope {
+	var out []events.Envelope
+	for env, err := range st.ReadAll(context.Background(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, env)
+	}
+	return out
+}
+
+// waitFor waits until ok holds, re-checking at each update of m.
+func waitFor(t *testing.T, m *manager.Manager, what string, ok func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	updates, err := m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !ok() {
+		select {
+		case <-updates:
+		case <-ctx.Done():
+			t.Fatalf("%s: never", what)
+		}
+	}
+}
+
+// TestShareSharedHostGoneReconnects ends the shared host under a host: the
+// host records the drop, and its reconnect attaches to the next shared
+// host, where a new server process serves it.
+func TestShareSharedHostGoneReconnects(t *testing.T) {
+	e := newShareEnv(t)
+	stop := e.serve(time.Hour, "shared1")
+	cmd, args := fixturetest.Command(t)
+	cfg := events.ServerConfig{Name: "fx", Command: cmd, Args: args}
+	m := e.manager("host", t.TempDir(), func(o *manager.Options) {
+		o.Reconnect = manager.ReconnectPolicy{Initial: time.Hour, Max: time.Hour} // until ReconnectNow
+	})
+	if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{cfg}, nil); err != nil || len(res.Errors) > 0 {
+		t.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	first := pidOf(t, m)
+	stop()
+	if err := <-e.served; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "the drop recorded", func() bool {
+		n, _ := count[*events.ReconnectScheduled](e.events("host"))
+		return n == 1
+	})
+	e.serve(time.Hour, "shared2")
+	if err := m.ReconnectNow("fx"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "the reconnect through the new shared host", func() bool {
+		n, _ := count[*events.ToolsListed](e.events("host"))
+		return n == 2
+	})
+	if second := pidOf(t, m); second == first {
+		t.Errorf("pid %d after the shared host ended: want a new server process", second)
+	}
+	evs := e.events("host")
+	if n, d := count[*events.Disconnected](evs); n != 1 || !d.Reconnecting {
+		t.Errorf("host: %d Disconnected (%+v), want the drop", n, d)
+	}
+	cs := filter[*events.ServerConnected](evs)
+	if len(cs) != 2 || cs[1].Transport != events.TransportShared || cs[0].SharedInstance == cs[1].SharedInstance {
+		t.Errorf("host: ServerConnected %+v: want two shared instances", cs)
+	}
+	if n, _ := count[*events.ServerConnected](e.events("shared2")); n != 1 {
+		t.Errorf("the new shared host: %d ServerConnected, want 1", n)
+	}
+}
+
+// TestShareHostGoneReleases ends a host's control stream without a
+// detach: the shared host releases its instance, stops it after the idle
+// period and ends.
+func TestShareHostGoneReleases(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Millisecond)
+	cmd, args := fixturetest.Command(t)
+	c, err := shared.Dial(t.Context(), e.socket, shared.Hello{Session: "gone", Pid: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir()
+	att, err := c.Attach(t.Context(), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att.Instance == "" || att.Endpoint != shared.Endpoint(att.Instance) {
+		t.Fatalf("attached %+v", att)
+	}
+	c.Close()
+	if err := <-e.served; err != nil {
+		t.Fatal(err)
+	}
+	sh := e.events("shared")
+	if n, d := count[*events.HostDetached](sh); n != 1 || d.Reason != events.DetachHostGone || d.Pid != 4242 || d.Session != "gone" {
+		t.Errorf("HostDetached %d %+v: want the host gone", n, d)
+	}
+	if n, _ := count[*events.Disconnected](sh); n != 1 {
+		t.Errorf("%d Disconnected: want the idle stop", n)
+	}
+	if n, c := count[*events.SessionClosed](sh); n != 1 || c.Reason != "idle" {
+		t.Errorf("SessionClosed %d %+v, want idle", n, c)
+	}
+}
+
+// BenchmarkShareCall compares one echo call on a stdio server of the
+// manager's own with one through a shared host.
+func BenchmarkShareCall(b *testing.B) {
+	for _, mode := range []string{"direct", "shared"} {
+		b.Run(mode, func(b *testing.B) {
+			e := newShareEnv(b)
+			opts := func(o *manager.Options) {}
+			if mode == "shared" {
+				e.serve(time.Hour)
+			} else {
+				opts = func(o *manager.Options) { o.Share = nil }
+			}
+			cmd, args := fixturetest.Command(b)
+			m := e.manager("host", b.TempDir(), opts)
+			if res, err := m.ConnectServers(b.Context(), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
+				b.Fatalf("connect: %v %v", err, res.Errors)
+			}
+			tool, ok := m.Tool("mcp_fx_echo")
+			if !ok {
+				b.Fatal("no echo")
+			}
+			in := map[string]any{"text": "hi"}
+			var took []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if res, err := tool.Call(b.Context(), in); err != nil || res.Err != nil {
+					b.Fatal(err, res.Err)
+				}
+				took = append(took, time.Since(t0))
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkShareAttach measures a host's connect (attach, initialize,
+// tools/list) to a server that another host keeps running in the shared
+// host, until the host has its tools.
+func BenchmarkShareAttach(b *testing.B) {
+	e := newShareEnv(b)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(b)
+	cfg := []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}
+	cwd := b.TempDir()
+	keeper := e.manager("keeper", cwd)
+	if res, err := keeper.ConnectServers(b.Context(), cfg, nil); err != nil || len(res.Errors) > 0 {
+		b.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		m := e.manager("host"+strconv.Itoa(n), cwd)
+		res, err := m.ConnectServers(b.Context(), cfg, nil)
+		if err != nil || len(res.Errors) > 0 || len(res.Tools) == 0 {
+			b.Fatalf("connect: %v %v", err, res.Errors)
+		}
+		b.StopTimer()
+		m.Close(b.Context())
+		b.StartTimer()
+	}
+}
+
+// TestShareHostGoneCancelsCalls ends a host's control stream while its
+// call is inside the server: the shared host cancels the call.
+func TestShareHostGoneCancelsCalls(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(t)
+	c, err := shared.Dial(t.Context(), e.socket, shared.Hello{Session: "gone", Pid: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := c.Attach(t.Context(), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), c.Transport(att), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	hold, cancelled := fixturetest.NewGate(t), fixturetest.NewGate(t)
+	go cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"gate": hold.Path(), "on_cancel": cancelled.Path()}})
+	if err := hold.WaitReached(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := cancelled.WaitReached(t.Context(), 1); err != nil {
+		t.Fatalf("the call was not cancelled: %v", err)
+	}
+}
+
+// TestShareResourcesAndPrompts reads a resource, a templated one and a
+// prompt of a shared server through the relay.
+func TestShareResourcesAndPrompts(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(t, "resources=2", "resource-templates", "prompts=1")
+	m := e.manager("host", t.TempDir())
+	if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
+		t.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	waitFor(t, m, "the resources and prompts listed", func() bool {
+		st, _ := m.View().Server("fx")
+		return len(st.Resources) == 2 && len(st.Templates) == 1 && len(st.Prompts) == 1
+	})
+	st, _ := m.View().Server("fx")
+	res, err := m.ReadResource(t.Context(), "fx", st.Resources[0].URI)
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != fixture.ResourceText(st.Resources[0].URI, 1) {
+		t.Errorf("read %s: %v %+v", st.Resources[0].URI, err, res)
+	}
+	uri := strings.Replace(st.Templates[0].URITemplate, "{id}", "abc", 1)
+	if res, err := m.ReadResource(t.Context(), "fx", uri); err != nil || len(res.Contents) != 1 || res.Contents[0].Text != fixture.ResourceText(uri, 1) {
+		t.Errorf("read %s through its template: %v %+v", uri, err, res)
+	}
+	p, err := m.GetPrompt(t.Context(), "fx", st.Prompts[0].Name, map[string]string{"topic": "moon"})
+	if err != nil || len(p.Messages) != 1 {
+		t.Errorf("prompt: %v %+v", err, p)
+	}
+}
+
+// TestShareElicitationGoesToTheCaller has a shared server ask for input
+// inside a call: the host whose call it is answers (or, not answering
+// elicitation, has it declined).
+func TestShareElicitationGoesToTheCaller(t *testing.T) {
+	e := newShareEnv(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "go on?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean","default":true}}}`)})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action}}}, nil
+	})
+	e.serveWith(&sharedhost.Options{Idle: time.Hour, Manager: &manager.Options{
+		Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			if _, err := srv.Connect(ctx, st, nil); err != nil {
+				return nil, err
+			}
+			return ct, nil
+		},
+	}})
+	cfg := []events.ServerConfig{{Name: "asker", Command: "in-memory"}}
+	cwd := t.TempDir()
+	answers := e.manager("answers", cwd, func(o *manager.Options) { o.Elicit = manager.AcceptElicitationDefaults })
+	silent := e.manager("silent", cwd)
+	for _, m := range []*manager.Manager{answers, silent} {
+		if res, err := m.ConnectServers(t.Context(), cfg, nil); err != nil || len(res.Errors) > 0 {
+			t.Fatalf("connect: %v %v", err, res.Errors)
+		}
+	}
+	for m, want := range map[*manager.Manager]string{answers: "accept", silent: "decline"} {
+		tool, ok := m.Tool("mcp_asker_ask")
+		if !ok {
+			t.Fatalf("%s: no ask tool", m.Session())
+		}
+		res, err := tool.Call(t.Context(), nil)
+		if err != nil || res.Err != nil || res.Text() != want {
+			t.Errorf("%s: ask: %v %v %q, want %q", m.Session(), err, res.Err, res.Text(), want)
+		}
+	}
+	answers.Close(t.Context()) // stores the events recorded without waiting
+	if n, _ := count[*events.ElicitationAnswered](e.events("answers")); n != 1 {
+		t.Errorf("the answering host recorded %d ElicitationAnswered, want 1", n)
+	}
+}
+
+// TestShareWithoutSharedHostRunsHere asks for sharing where no shared host
+// runs and none can be started: the server runs in this process, recorded
+// with transport stdio, and the log says why.
+func TestShareWithoutSharedHostRunsHere(t *testing.T) {
+	for name, share := range map[string]*manager.ShareOptions{
+		"no start":       {NoStart: true},
+		"missing binary": {Start: []string{filepath.Join(t.TempDir(), "no-such-mcp-audit"), "daemon"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newShareEnv(t)
+			share.Socket = e.socket
+			var log strings.Builder
+			var mu sync.Mutex
+			m := e.manager("host", t.TempDir(), func(o *manager.Options) {
+				o.Share = share
+				o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &log}, nil))
+			})
+			cmd, args := fixturetest.Command(t)
+			if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
+				t.Fatalf("connect: %v %v", err, res.Errors)
+			}
+			if pid := pidOf(t, m); pid == 0 {
+				t.Fatal("no server")
+			}
+			_, c := count[*events.ServerConnected](e.events("host"))
+			if c == nil || c.Transport != events.TransportStdio || c.SharedInstance != "" || c.Pid == 0 {
+				t.Errorf("ServerConnected %+v: want the server run here (stdio, a pid)", c)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(log.String(), "not shared") {
+				t.Errorf("no log line says why: %s", log.String())
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
