@@ -290,7 +290,6 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		}
 		begin = m.now()
 		lc, err = m.connect(s)
-		m.yield("run.connected", s.name)
 		if _, auth := needsAuthOf(err); err == nil || !reconnect || s.ctx.Err() != nil || auth {
 			break // a server that needs a login waits for it, not for a retry
 		}

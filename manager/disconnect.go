@@ -162,12 +162,6 @@ func (m *Manager) tearDown(s *server) {
 	var c *stopCmd
 	if len(cmds) > 0 {
 		c = cmds[0]
-		// Later disconnects are answered now, so their batches wait for
-		// no teardown of s; their callers wait for the record's end.
-		for _, other := range cmds[1:] {
-			other.batch.add(other.slot, nil)
-			defer func() { other.reply <- nil }()
-		}
 	}
 	reason := events.ReasonRequested // without a command: the manager ended
 	if c != nil {
@@ -187,6 +181,13 @@ func (m *Manager) tearDown(s *server) {
 		err = m.closeConn(s, lc, d)
 	}
 	m.waitCalls(calls)
+	// Later disconnects leave their batches once the server is down (the
+	// last one out records a batch, which may wait for the store); their
+	// callers are answered when the record ends.
+	for _, other := range cmds[min(1, len(cmds)):] {
+		other.batch.add(other.slot, nil)
+		defer func() { other.reply <- nil }()
+	}
 	<-r.emitted
 	m.yield("finish.emit", s.name)
 	if c != nil {

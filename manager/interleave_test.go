@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/projector"
 )
 
@@ -184,22 +185,23 @@ func TestLateListOfOldConnectionPrecedesItsDisconnected(t *testing.T) {
 		"Disconnected/requested", "ConnectStarted", "ServerConnected", "ToolsListed/initial"}, "mcp_c_add")
 }
 
-// DisconnectAll while a server's connect has succeeded but is not yet
-// recorded: the connection is recorded and then closed by the teardown,
-// and a later reload connects the server again.
+// DisconnectAll while a server's connect has succeeded and its first
+// tools/list is in flight: the connection is recorded, the disconnect
+// cancels the list, the owner closes the connection, and a later reload
+// connects the server again. (The disconnect used to mark the record
+// closing from the caller's goroutine, racing with the owner publishing
+// the connection; the owner now takes it at its next wait.)
 func TestDisconnectAllDuringConnectInFlight(t *testing.T) {
 	e := newEnv(t, &Options{Gate: time.Minute})
 	ctx := testCtx(t)
-	sc := newScheduler(e.m)
-	a, c := stdio(t, "a", "only=echo"), stdio(t, "c", "only=add")
+	g := fixturetest.NewGate(t)
+	a, c := stdio(t, "a", "only=echo"), stdio(t, "c", "only=add", g.Arg("block-list-until"))
 
-	release := sc.hold(t, "run.connected", "c")
 	first := connectAsync(ctx, e.m, a, c)
-	await(t, ctx, "connect", sc.at("run.connected", "c"), first)
+	if err := g.WaitReached(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	disc := async(func() error { return e.m.DisconnectAll(ctx) })
-	await(t, ctx, "teardown", sc.at("disconnect.sent", "c"), disc)
-	release()
-
 	r := <-first
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -217,6 +219,7 @@ func TestDisconnectAllDuringConnectInFlight(t *testing.T) {
 	if n := len(e.m.Tools()); n != 0 {
 		t.Fatalf("%d tools after DisconnectAll", n)
 	}
+	g.Release() // the next connection lists at once
 	res, err := e.m.Reload(ctx, func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
 		return []events.ServerConfig{a, c}, nil, nil
 	})

@@ -537,7 +537,6 @@ func (m *Manager) attachView(ctx context.Context) error {
 //	connect.started    ConnectServers started the round's servers, before its gate
 //	gate.snapshot      the gate is about to take its snapshot of settled servers
 //	gate.emit          the gate decided, before it marks deferred servers and records
-//	run.connected      (server) connect + initialize returned, before anything is recorded
 //	run.listed         (server) the first tools/list returned, before it is recorded
 //	watch.ended        (server) the server's goroutine saw its connection end on its own and marked it dropped
 //	disconnect.sent    (server) a disconnect was sent to the server's owner
