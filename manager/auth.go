@@ -113,16 +113,13 @@ func withNeedsAuthSeen(h auth.OAuthHandler, err error) error {
 // request. The server then needs a login as a connect that met the 401
 // does: the failed list, the end of the connection and AuthRequired are
 // recorded, the record ends, and a login ([Manager.Login]) connects it
-// anew. It reports false, doing nothing, when a teardown began: the
-// teardown ends the record. The caller holds the round (r.enter).
+// anew. It reports false, doing nothing, when s was asked to disconnect:
+// the owner then tears it down. The caller holds the round (r.enter).
 func (m *Manager) listNeedsAuth(s *server, lc *liveConn, r *round, late bool, d time.Duration, err error, ne *oauth.NeedsAuthError) bool {
-	m.mu.Lock()
-	if s.ending() || s.mach.State() != stListing {
-		m.mu.Unlock()
-		return false
+	if s.ctx.Err() != nil {
+		return false // asked to disconnect: the owner tears the server down
 	}
 	m.setState(s, stNeedsAuth)
-	m.mu.Unlock()
 	err = needsAuthError(s.name, ne, err)
 	m.emitDeferred("", &events.ToolsListFailed{Server: s.name, Error: err.Error(), Duration: d})
 	disc := &events.Disconnected{Server: s.name, Reason: events.ReasonError, Error: err.Error()}
@@ -131,14 +128,11 @@ func (m *Manager) listNeedsAuth(s *server, lc *liveConn, r *round, late bool, d 
 	}
 	m.emitDeferred("", disc)
 	m.markNeedsAuth(s, ne)
+	m.noteState(s, conn.Failed(err.Error()))
 	m.mu.Lock()
 	s.connErr = err
-	if m.servers[s.name] == s {
-		delete(m.servers, s.name)
-	}
-	m.setState(s, stDone, conn.Failed(err.Error()))
-	close(s.done)
 	m.mu.Unlock()
+	m.endRecord(s)
 	r.settle(s.name, err)
 	r.leave()
 	if late {

@@ -53,9 +53,9 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 		for _, c := range cfgs {
 			switch s := m.servers[c.Name]; {
 			case s == nil:
-			case s.mach.State() == stDropped: // reconnecting, or about to end
+			case s.mach.State() == stDropped && !s.stops.Asked(): // reconnecting, or about to end
 				wait = append(wait, s.decided)
-			case s.ending():
+			case s.ending(): // asked to disconnect, or leaving
 				wait = append(wait, s.done)
 			}
 		}
@@ -170,10 +170,10 @@ func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 		timeout:   timeoutOf(cfg),
 		connected: make(chan struct{}),
 		calls:     &callGroup{},
-		taskDone:  make(chan struct{}),
+		stops:     conn.NewInbox[*stopCmd](m.ctx),
 		done:      make(chan struct{}),
 	}
-	s.ctx, s.cancel = context.WithCancel(m.ctx)
+	s.ctx = s.stops.Context()
 	// Only a remote server may use OAuth: any other's context is none.
 	if t := cfg.Transport(); m.auth.a == nil || (t != events.TransportHTTP && t != events.TransportSSE) {
 		s.authKnown = true
@@ -235,17 +235,18 @@ func packageRunner(command string) bool {
 	return false
 }
 
-// run is the goroutine that owns one server record: it connects, lists
-// the tools, serves the connection (serve) and, when the connection ends
-// on its own, records the drop and connects again after the reconnect
-// policy's delay, until the server is torn down, fails for good or its
-// reconnects give up. Its events do not wait for the store: the journal
+// run is the goroutine that owns one server record, the only one that
+// changes its state: it connects, lists the tools, serves the connection
+// (serve) and, when the connection ends on its own, records the drop and
+// connects again after the reconnect policy's delay, until it is asked
+// to disconnect (it tears the server down itself: tearDown), fails for
+// good or its reconnects give up. Its events do not wait for the store: the journal
 // stores them in the order they are recorded, and the gate's
 // StartupGateElapsed, recorded after them and waited for, is stored only
 // once they are, so ConnectServers returns with them stored and in the
 // view.
 func (m *Manager) run(s *server) {
-	defer close(s.taskDone)
+	s.mach.Own()
 	first := s.round
 	defer first.settle(s.name, &ServerError{Server: s.name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
 	for {
@@ -254,7 +255,8 @@ func (m *Manager) run(s *server) {
 			return
 		}
 		if !cut && !m.serve(s, lc, last) {
-			return // torn down: the teardown finishes the record
+			m.tearDown(s) // asked to disconnect
+			return
 		}
 		if !m.drop(s, lc) {
 			return
@@ -267,8 +269,8 @@ func (m *Manager) run(s *server) {
 // attempt of a reconnect, until the breaker trips), the first tools/list,
 // and the start of resource and prompt lists. It returns the connection
 // and the hash of the tool list recorded, and ok false when the record
-// ended (the connect failed for good, or a teardown began, which then
-// finishes it). A connection that ended on its own during the first list
+// ended (the connect failed for good, or it was asked to disconnect and
+// tore the server down). A connection that ended on its own during the first list
 // comes back with cut set: the caller records the drop.
 func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool) {
 	m.mu.Lock()
@@ -282,30 +284,33 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	// a failed attempt schedules the next one until the breaker trips.
 	for {
 		if reconnect && !m.waitRetry(s) {
-			m.endRecord(s, notConnected(s.name), !m.claim(s, stClosing))
+			m.settleConnect(s, notConnected(s.name))
+			m.tearDown(s)
 			return nil, "", false, false
 		}
 		begin = m.now()
 		lc, err = m.connect(s)
-		m.yield("run.connected", s.name)
 		if _, auth := needsAuthOf(err); err == nil || !reconnect || s.ctx.Err() != nil || auth {
 			break // a server that needs a login waits for it, not for a retry
 		}
 		if !m.retryAfterFailure(s, err, m.now().Sub(begin), errors.Is(err, ErrTimeout)) {
-			m.endRecord(s, err, !m.claim(s, stClosing))
+			m.setState(s, stClosing)
+			m.settleConnect(s, err)
+			m.endRecord(s)
 			return nil, "", false, false
 		}
 	}
 	if err != nil {
+		if s.ctx.Err() != nil { // asked to disconnect: the connect was cancelled
+			m.settleConnect(s, err)
+			m.tearDown(s)
+			return nil, "", false, false
+		}
 		to := stClosing
 		if _, auth := needsAuthOf(err); auth {
 			to = stNeedsAuth
 		}
-		tornDown := m.claim(s, to)
-		if tornDown {
-			m.endRecord(s, err, false)
-			return nil, "", false, false
-		}
+		m.setState(s, to)
 		late := r.enter(s.name)
 		m.emitDeferred("", &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: m.now().Sub(begin), TimedOut: errors.Is(err, ErrTimeout)})
 		if ne, ok := needsAuthOf(err); ok {
@@ -314,7 +319,8 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		// The record goes before the gate settles, so a caller that sees
 		// the failure no longer finds the server running (a config edit
 		// right after would otherwise count it as removed).
-		m.endRecord(s, err, true)
+		m.settleConnect(s, err)
+		m.endRecord(s)
 		r.settle(s.name, err)
 		r.leave()
 		if late {
@@ -352,10 +358,8 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		m.emitDeferred("", connected)
 	}
 	r.leave()
+	m.setState(s, stListing)
 	m.mu.Lock()
-	if s.mach.State() == stDialing { // else a teardown began: it closes lc
-		m.setState(s, stListing)
-	}
 	s.conn = lc
 	s.connectedAt = m.now()
 	s.deferred = false
@@ -394,10 +398,11 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	} else {
 		defs, hints, err = m.listTools(lc.ctx, s, lc)
 	}
-	if s.ending() || s.ctx.Err() != nil {
-		// Torn down (a teardown marks the server closing before it
-		// cancels it, so a list that succeeded meanwhile is dropped too);
-		// the teardown records Disconnected.
+	if s.ctx.Err() != nil {
+		// Asked to disconnect (the command cancelled the list, and a
+		// list that succeeded meanwhile is dropped too): the teardown
+		// records Disconnected.
+		m.tearDown(s)
 		return nil, "", false, false
 	}
 	if lc.ctx.Err() != nil {
@@ -429,11 +434,7 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		last = listed.ToolsHash
 		m.emitDeferred("", listed)
 	}
-	m.mu.Lock()
-	if s.mach.State() == stListing { // a teardown may have begun meanwhile
-		m.setState(s, stReady)
-	}
-	m.mu.Unlock()
+	m.setState(s, stReady)
 	r.settle(s.name, err)
 	r.leave()
 	if late && err != nil {
@@ -443,36 +444,16 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	return lc, last, false, true
 }
 
-// claim moves s to the state to (closing, or needs-auth for a server that
-// wants a login), so this goroutine finishes the record of a connect that
-// failed, and reports whether a teardown had marked it already (then the
-// teardown finishes it).
-func (m *Manager) claim(s *server, to state) (tornDown bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	tornDown = s.ending()
-	if !tornDown {
-		m.setState(s, to)
-	}
-	return tornDown
-}
-
-// endRecord ends the record of a server that did not connect: waiters see
-// err. remove is set when no teardown owns the record, so it is removed
-// here.
-func (m *Manager) endRecord(s *server, err error, remove bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s.connErr = err
+// settleConnect settles the connect of s that did not connect: waiters
+// see err.
+func (m *Manager) settleConnect(s *server, err error) {
 	if err != nil {
 		m.noteState(s, conn.Failed(err.Error()))
 	}
+	m.mu.Lock()
+	s.connErr = err
 	close(s.connected)
-	if remove {
-		delete(m.servers, s.name)
-		m.setState(s, stDone)
-		close(s.done)
-	}
+	m.mu.Unlock()
 }
 
 // connect resolves substitutions, builds the transport and runs initialize

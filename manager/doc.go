@@ -33,6 +33,11 @@
 // listing, ready, backoff, dropped, needs-auth, closing, done): a state
 // machine of its own (internal/conn) that checks every transition and
 // publishes an immutable snapshot, which readers load without a lock.
+// One goroutine owns each record and is the only one to change its state:
+// it connects, serves, records a drop, reconnects and, when a disconnect
+// is sent to it, tears its server down and records Disconnected. Other
+// goroutines send it commands: disconnect (with its reason), reconnect
+// now, check now.
 // Recording never holds up the lifecycle: events go through the
 // manager's outbox, in the order they were emitted, and a store that
 // stops answering stops only the recording. Calls, Status, Tools and
@@ -57,13 +62,14 @@
 //	               stream that ended, descendants seen, a host that slept
 //	tool.go        a call is admitted (its server's state not ending), recorded
 //	               (ToolCallStarted/Finished) and made
-//	disconnect.go  a teardown: process group, in-flight calls, Disconnected
+//	disconnect.go  a disconnect: a command to each owner (stopCmd), the owner's teardown (process
+//	               group, in-flight calls), the Disconnected events of one disconnect in one append
 //	outbox.go      how events reach the journal without holding a lock
-//	state.go       how a record's state changes (setState, under m.mu) and is read (ending, no lock)
+//	state.go       how a record's state changes (setState, by its owner alone) and is read (ending, no lock)
 //	internal/conn  one server's state machine: the states and their legal transitions
 //	               (state.go), the Machine and the Snapshot it publishes atomically
-//	               (machine.go), the owner's coalesced commands, reconnect now and
-//	               check now (commands.go)
+//	               (machine.go), the owner's commands: the Inbox of disconnects and the
+//	               coalesced reconnect now and check now (commands.go)
 //	dial.go        the transport of one connect attempt, built-in or Options.Dial
 //	internal/transport
 //	               below the lifecycle: stdio, streamable HTTP, SSE (transport.go,

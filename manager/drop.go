@@ -27,19 +27,20 @@ import (
 // for: it closes what is left of the connection (the process group of a
 // stdio server), waits for the calls that were on it, and records
 // Disconnected with the reason and the exit status. Unless reconnecting
-// is off, the manager is closing, a teardown was asked meanwhile or the
+// is off, the manager is closing, a disconnect was asked meanwhile or the
 // crash-loop breaker trips, it then schedules the reconnect
 // (ReconnectScheduled) and reports true: the owner's loop connects again
 // after the delay, and calls made meanwhile wait for it. Otherwise the
-// record ends. A teardown that began before the drop was noticed finishes
-// the record itself: drop reports false then.
+// record ends (the disconnects asked are answered). A disconnect asked
+// before the drop was noticed tears the server down instead: drop
+// reports false then.
 func (m *Manager) drop(s *server, lc *liveConn) bool {
-	m.mu.Lock()
-	if s.ending() {
-		m.mu.Unlock()
+	if s.stops.Asked() {
+		m.tearDown(s)
 		return false
 	}
 	m.setState(s, stDropped)
+	m.mu.Lock()
 	s.decided = make(chan struct{})
 	calls := s.calls
 	s.calls = &callGroup{}
@@ -101,11 +102,12 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 	m.log.Warn("MCP server disconnected", "server", s.name, "reason", d.Reason, "err", d.Error)
 
 	m.mu.Lock()
-	if m.reconnect.Disabled || m.closed || m.stopping || s.stopAsked {
+	if m.reconnect.Disabled || m.closed || m.stopping || s.stops.Asked() {
 		m.setState(s, stClosing, conn.Failed(d.Error))
 		close(s.decided)
 		m.mu.Unlock()
-		m.finish([]*server{s}, []*events.Disconnected{d}, "")
+		m.emitCorrelated("", d)
+		m.endRecord(s)
 		return false
 	}
 	n, tripped, count := 1, false, 0
@@ -122,11 +124,8 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 		close(s.decided)
 		m.emitDeferred("", d, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: d.Error})
 		m.log.Warn("MCP server keeps failing; reconnecting stopped", "server", s.name, "attempts", count)
-		delete(m.servers, s.name)
-		m.setState(s, stDone)
-		close(s.done)
 		m.mu.Unlock()
-		lc.release()
+		m.endRecord(s)
 		return false
 	}
 	// The record stands for the server until its next connection: same

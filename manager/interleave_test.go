@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/projector"
 )
 
@@ -163,7 +166,7 @@ func TestLateListOfOldConnectionPrecedesItsDisconnected(t *testing.T) {
 	first := connectAsync(ctx, e.m, c)
 	await(t, ctx, "first list", sc.at("run.listed", "c"), first)
 	disc := async(func() error { return e.m.DisconnectServer(ctx, "c") })
-	await(t, ctx, "teardown", sc.at("disconnect.marked", "c"), disc)
+	await(t, ctx, "teardown", sc.at("disconnect.sent", "c"), disc)
 	again := connectAsync(ctx, e.m, c)
 	await(t, ctx, "reconnect waits for the teardown", sc.at("connect.wait", ""), again)
 	release()
@@ -182,22 +185,23 @@ func TestLateListOfOldConnectionPrecedesItsDisconnected(t *testing.T) {
 		"Disconnected/requested", "ConnectStarted", "ServerConnected", "ToolsListed/initial"}, "mcp_c_add")
 }
 
-// DisconnectAll while a server's connect has succeeded but is not yet
-// recorded: the connection is recorded and then closed by the teardown,
-// and a later reload connects the server again.
+// DisconnectAll while a server's connect has succeeded and its first
+// tools/list is in flight: the connection is recorded, the disconnect
+// cancels the list, the owner closes the connection, and a later reload
+// connects the server again. (The disconnect used to mark the record
+// closing from the caller's goroutine, racing with the owner publishing
+// the connection; the owner now takes it at its next wait.)
 func TestDisconnectAllDuringConnectInFlight(t *testing.T) {
 	e := newEnv(t, &Options{Gate: time.Minute})
 	ctx := testCtx(t)
-	sc := newScheduler(e.m)
-	a, c := stdio(t, "a", "only=echo"), stdio(t, "c", "only=add")
+	g := fixturetest.NewGate(t)
+	a, c := stdio(t, "a", "only=echo"), stdio(t, "c", "only=add", g.Arg("block-list-until"))
 
-	release := sc.hold(t, "run.connected", "c")
 	first := connectAsync(ctx, e.m, a, c)
-	await(t, ctx, "connect", sc.at("run.connected", "c"), first)
+	if err := g.WaitReached(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	disc := async(func() error { return e.m.DisconnectAll(ctx) })
-	await(t, ctx, "teardown", sc.at("disconnect.marked", "c"), disc)
-	release()
-
 	r := <-first
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -215,6 +219,7 @@ func TestDisconnectAllDuringConnectInFlight(t *testing.T) {
 	if n := len(e.m.Tools()); n != 0 {
 		t.Fatalf("%d tools after DisconnectAll", n)
 	}
+	g.Release() // the next connection lists at once
 	res, err := e.m.Reload(ctx, func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
 		return []events.ServerConfig{a, c}, nil, nil
 	})
@@ -345,4 +350,68 @@ func TestConnectDuringADropFindsTheReconnect(t *testing.T) {
 	}
 	equal(t, "crashy events", e.serverTypes("s1", "crashy"), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected",
 		"ToolsListed/initial", "ToolCallStarted", "ToolCallFinished", "Disconnected/process exited", "ReconnectScheduled"})
+}
+
+// A disconnect reaches an owner that is blocked inside a connect: the
+// command cancels the connect, and the owner tears the server down and
+// records its Disconnected at once, whatever the connect's timeout.
+func TestDisconnectCancelsAConnectInFlight(t *testing.T) {
+	dialing := make(chan struct{})
+	e := newEnv(t, &Options{Gate: time.Minute, Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
+		close(dialing)
+		<-ctx.Done() // a connect that would never end on its own
+		return nil, ctx.Err()
+	}})
+	ctx := testCtx(t)
+	first := connectAsync(ctx, e.m, events.ServerConfig{Name: "c", Command: "never-started", TimeoutMs: ms(0)})
+	await(t, ctx, "the owner dials", dialing, first)
+	if err := e.m.DisconnectServer(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	r := <-first
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if o, err := r.res.Gate.Outcomes["c"], r.res.Errors["c"]; o != events.OutcomeFailed || !errors.Is(err, ErrDisconnected) {
+		t.Fatalf("gate outcome of c %q, error %v", o, err)
+	}
+	equal(t, "c events", e.serverTypes("s1", "c"), []string{"ServerDiscovered", "ConnectStarted", "Disconnected/requested"})
+	e.m.mu.Lock()
+	s := e.m.servers["c"]
+	e.m.mu.Unlock()
+	if s != nil {
+		t.Fatalf("a record of c is left in state %s", s.mach.State())
+	}
+}
+
+// A disconnect that comes while the server's owner is tearing it down for
+// another one waits for that teardown: the server's Disconnected is
+// recorded once, by the first, and the second's other servers are
+// recorded without waiting for it.
+func TestDisconnectDuringAnotherTeardown(t *testing.T) {
+	e := newEnv(t, &Options{Gate: time.Minute})
+	ctx := testCtx(t)
+	sc := newScheduler(e.m)
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "a", "only=echo"), stdio(t, "c", "only=add")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	release := sc.hold(t, "finish.emit", "c")
+	one := async(func() error { return e.m.DisconnectServer(ctx, "c") })
+	await(t, ctx, "the first teardown", sc.at("finish.emit", "c"), one)
+	all := async(func() error { return e.m.DisconnectAll(ctx) })
+	await(t, ctx, "the second disconnect is sent", sc.at("disconnect.sent", "a"), all)
+	release()
+	for _, ch := range []<-chan error{one, all} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"a", "c"} {
+		equal(t, name+" events", e.serverTypes("s1", name), []string{"ServerDiscovered", "ConnectStarted", "ServerConnected",
+			"ToolsListed/initial", "Disconnected/requested"})
+	}
+	if n := len(e.m.Tools()); n != 0 {
+		t.Fatalf("%d tools after both disconnects", n)
+	}
+	checkReplay(t, e)
 }

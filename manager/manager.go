@@ -532,21 +532,21 @@ func (m *Manager) attachView(ctx context.Context) error {
 // scheduling point, a place where another goroutine's step may come in
 // between; the test varies or holds the interleaving there. Unset, it is
 // an inlined nil check with constant arguments: no call, no allocation.
-// Where the server's state decides an interleaving under the manager's
-// mutex (a failed connect claiming its record, a connection published to
-// a record being torn down, a record removed after its Disconnected) no
-// point is needed. The points, by name, with the server they concern (""
+// Where the server's owner decides an interleaving alone (a failed
+// connect ending its record, a connection published while a disconnect
+// is on its way, a record removed after its Disconnected) no point is
+// needed: only the owner changes the state, and it takes a disconnect at
+// its next wait. The points, by name, with the server they concern (""
 // for none):
 //
 //	connect.wait       ConnectServers waits for earlier teardowns of its servers
 //	connect.started    ConnectServers started the round's servers, before its gate
 //	gate.snapshot      the gate is about to take its snapshot of settled servers
 //	gate.emit          the gate decided, before it marks deferred servers and records
-//	run.connected      (server) connect + initialize returned, before anything is recorded
 //	run.listed         (server) the first tools/list returned, before it is recorded
 //	watch.ended        (server) the server's goroutine saw its connection end on its own and marked it dropped
-//	disconnect.marked  (server) a teardown marked the server closing
-//	finish.emit        (server) the teardown is about to record Disconnected
+//	disconnect.sent    (server) a disconnect was sent to the server's owner
+//	finish.emit        (server) the owner's teardown is about to record Disconnected
 //	reload.discover    Reload tore everything down and is about to rediscover
 func (m *Manager) yield(point, server string) {
 	if m.sched != nil {

@@ -211,6 +211,21 @@ func (o *outbox) giveUp(items []*outItem) {
 	o.stopped = true
 }
 
+// lose counts evs as lost and reports true once Close gave up on the
+// store: an event emitted after that (a teardown that finished late) is
+// not handed to a journal that may never answer.
+func (o *outbox) lose(evs []events.Event) bool {
+	select {
+	case <-o.abandon:
+	default:
+		return false
+	}
+	o.mu.Lock()
+	o.lost += len(evs)
+	o.mu.Unlock()
+	return true
+}
+
 // abandonNow makes every wait for a recording end, and the pump stop.
 func (o *outbox) abandonNow() {
 	o.abandonO.Do(func() {
@@ -243,6 +258,9 @@ func (m *Manager) emitDeferred(correlation string, evs ...events.Event) {
 		return
 	}
 	if m.put(&outItem{correlation: correlation, evs: evs, deferred: d}) {
+		return
+	}
+	if m.out.lose(evs) {
 		return
 	}
 	if err := m.j.QueueDeferred(context.Background(), d); err != nil {
@@ -282,6 +300,9 @@ func (m *Manager) flush(ctx context.Context) error {
 func (m *Manager) waitRecorded(ctx context.Context, it *outItem) error {
 	o := m.out
 	if !m.put(it) {
+		if o.lose(it.evs) {
+			return errNotRecorded
+		}
 		if len(it.evs) == 0 {
 			return m.j.Flush(ctx)
 		}

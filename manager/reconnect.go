@@ -167,19 +167,23 @@ func gatelessRound(s *server) *round {
 }
 
 // waitRetry waits out s's reconnect delay and records the attempt's
-// ConnectStarted. It reports false when s was torn down meanwhile.
+// ConnectStarted. It reports false when s was asked to disconnect
+// meanwhile.
 func (m *Manager) waitRetry(s *server) bool {
-	t := time.NewTimer(s.retry.delay)
+	m.mu.Lock()
+	r := s.retry
+	m.mu.Unlock()
+	t := time.NewTimer(r.delay)
 	defer t.Stop()
 	select {
 	case <-s.ctx.Done():
 		return false
 	case <-t.C:
-	case <-s.retry.now:
+	case <-r.now:
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s.ending() {
+	if s.ctx.Err() != nil {
 		return false
 	}
 	m.attempts[s.name]++
@@ -196,9 +200,6 @@ func (m *Manager) retryAfterFailure(s *server, err error, took time.Duration, ti
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	failed := &events.ConnectFailed{Server: s.name, Error: err.Error(), Duration: took, TimedOut: timedOut}
-	if s.ending() {
-		return false
-	}
 	tripped, count := m.noteFailure(s.name)
 	if tripped {
 		m.emitDeferred("", failed, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: err.Error()})

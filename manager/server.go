@@ -31,10 +31,12 @@ type server struct {
 	// connect's, then, after a drop, one without a gate (m.mu).
 	round *round
 
-	// ctx is cancelled when the server is torn down: it stops the connect
-	// and list in flight, the owner's loop and in-flight calls.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// stops carries disconnects to the owner (disconnect.go); ctx is its
+	// context, which ends with the first one: it stops the connect and
+	// list in flight, the owner's waits and in-flight calls, so the owner
+	// takes the disconnect wherever it was.
+	stops *conn.Inbox[*stopCmd]
+	ctx   context.Context
 
 	// connected is closed when the current connect settled; connErr (set
 	// before) is its error, nil on success. After a drop a new channel
@@ -50,13 +52,11 @@ type server struct {
 	connectedAt time.Time // (m.mu) when conn was set
 	deferred    bool      // (m.mu) CachedToolsServed recorded, no live list yet
 	// mach is where the record is in its lifecycle (state.go): changed
-	// under m.mu, read without it.
+	// by the owner alone, read by anyone without a lock.
 	mach *conn.Machine
 	// decided is closed when the owner leaves the dropped state, having
-	// recorded the drop and decided to reconnect or not; stopAsked is set
-	// by a teardown that came while it was dropped (m.mu).
-	decided   chan struct{}
-	stopAsked bool
+	// recorded the drop and decided to reconnect or not (m.mu).
+	decided chan struct{}
 	// cachedResources and cachedPrompts: (m.mu) lists of that kind were
 	// served from the cache at the gate, so the server's own listing must
 	// replace them even when it has none.
@@ -75,8 +75,7 @@ type server struct {
 	// connect; the next connect probes it (era.go).
 	eraProbe atomic.Bool
 
-	taskDone chan struct{} // the owner goroutine exited
-	done     chan struct{} // teardown finished and the record was removed
+	done chan struct{} // the record ended and was removed
 }
 
 // liveConn is a connected server's go-sdk session.
@@ -168,8 +167,11 @@ type callGroup struct {
 }
 
 // joinCall adds a call to s's current group unless s is leaving (dropped,
-// being torn down), and returns the group the call must leave. Requires
-// m.mu (for the group; the state, changed under it too, holds meanwhile).
+// asked to disconnect, being torn down), and returns the group the call
+// must leave. Requires m.mu, for the group: the owner leaves the state
+// that takes calls before it takes the group to wait for under m.mu, so
+// a call that joined is waited for and one that comes later sees the
+// record ending.
 func (s *server) joinCall() *callGroup {
 	if s.ending() {
 		return nil

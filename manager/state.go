@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
@@ -14,17 +13,16 @@ import (
 // between the two, its owner goroutine (run) loops through connects,
 // drops and reconnects.
 //
-// A record whose state is dropped, needs-auth, closing or done takes no new
-// call; one that is needs-auth, closing or done is not torn down a second
-// time, and a teardown of a dropped one is left to its owner, which then
-// does not reconnect.
+// A record whose state is dropped, needs-auth, closing or done, or that
+// was asked to disconnect, takes no new call.
 //
-// Writers: the owner, and a teardown that claimed the record (it marks it
-// closing, then done); both change the state under the manager's mutex,
-// through setState, which checks the transition, so decisions that read
-// the state together with other fields under m.mu stay whole. Readers
-// that need the state alone (ending, a login's "ready?", tests) load the
-// machine's snapshot without m.mu.
+// The one writer is the owner: it changes the state through setState,
+// which checks the transition and, in tests, that the caller is the
+// owner's goroutine; other goroutines send it commands (a disconnect
+// through s.stops, reconnect now and check now through conn.Kick). A
+// write pairs with fields under m.mu only where readers of those fields
+// need the two together (a drop's backoff and the cleared connection);
+// the state itself needs no lock. Readers load the machine's snapshot.
 type state = conn.State
 
 // The states, by their names in the manager's code.
@@ -39,34 +37,23 @@ const (
 	stDone      = conn.Done
 )
 
-// ending reports whether s is leaving (dropped, needs-auth, closing) or
-// gone: it takes no call. It takes no lock; under m.mu its answer holds
-// until m.mu is released.
-func (s *server) ending() bool { return s.mach.State().Ending() }
+// ending reports whether s is leaving (dropped, needs-auth, closing, or
+// asked to disconnect) or gone: it takes no call. It takes no lock.
+func (s *server) ending() bool { return s.mach.State().Ending() || s.stops.Asked() }
 
 // setState moves s to the state to, with edits to the snapshot's other
-// fields. An illegal transition is a bug: it panics in tests and is
-// logged elsewhere (the state changes anyway, as the code that asked for
-// it expects). Requires m.mu.
+// fields. Only s's owner calls it (in tests, another caller panics). An
+// illegal transition is a bug: it panics in tests and is logged
+// elsewhere (the state changes anyway, as the code that asked for it
+// expects).
 func (m *Manager) setState(s *server, to state, edits ...func(*conn.Snapshot)) {
-	m.assertLocked(s)
 	m.stateBug(s, s.mach.To(to, m.now(), edits...))
 }
 
-// noteState publishes edits to s's snapshot without a transition.
-// Requires m.mu.
+// noteState publishes edits to s's snapshot without a transition: by its
+// owner, or by its creator before the owner runs.
 func (m *Manager) noteState(s *server, edits ...func(*conn.Snapshot)) {
-	m.assertLocked(s)
 	m.stateBug(s, s.mach.Note(edits...))
-}
-
-// assertLocked checks, in tests, that m.mu is held by someone when s's
-// state changes: the writers of a record take turns under it.
-func (m *Manager) assertLocked(s *server) {
-	if testing.Testing() && m.mu.TryLock() {
-		m.mu.Unlock()
-		m.stateBug(s, errors.New("state changed without the manager's mutex"))
-	}
 }
 
 // stateBug reports a failed change of s's machine: it panics in tests and

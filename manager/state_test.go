@@ -18,8 +18,6 @@ func recordAt(t *testing.T, m *Manager, st state) *server {
 		stNeedsAuth: {stNeedsAuth}, stClosing: {stClosing}, stDone: {stClosing, stDone},
 	}
 	s := &server{name: "x", mach: conn.New(time.Time{})}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, to := range path[st] {
 		m.setState(s, to)
 	}
@@ -41,17 +39,13 @@ func TestIllegalTransitionPanicsInTests(t *testing.T) {
 					t.Errorf("%s → %s: recovered %v, want an illegal-transition panic", c.from, c.to, r)
 				}
 			}()
-			m.mu.Lock()
-			defer m.mu.Unlock()
 			m.setState(s, c.to)
 		}()
 	}
 	s := recordAt(t, m, stDialing)
-	m.mu.Lock()
 	for _, to := range []state{stListing, stReady, stClosing, stDone} {
 		m.setState(s, to)
 	}
-	m.mu.Unlock()
 	if st := s.mach.Load(); st.State != stDone || st.Gen != 1 {
 		t.Fatalf("snapshot %+v, want done after one connection", st)
 	}
@@ -104,14 +98,19 @@ func TestStateSnapshotFollowsTheLifecycle(t *testing.T) {
 	})
 }
 
-// A state changed without the manager's mutex is a bug tests see.
-func TestStateChangeWithoutTheMutexPanicsInTests(t *testing.T) {
+// A state changed by another goroutine than the record's owner is a bug
+// tests see: other goroutines send the owner commands.
+func TestStateChangeByAnotherGoroutinePanicsInTests(t *testing.T) {
 	m := &Manager{now: time.Now}
 	s := recordAt(t, m, stDialing)
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(r.(error).Error(), "without the manager's mutex") {
-			t.Errorf("recovered %v, want a panic for a state changed without m.mu", r)
-		}
-	}()
+	s.mach.Own() // this goroutine owns the record
 	m.setState(s, stListing)
+	recovered := make(chan any)
+	go func() {
+		defer func() { recovered <- recover() }()
+		m.setState(s, stReady)
+	}()
+	if r := <-recovered; r == nil || !strings.Contains(r.(error).Error(), "another goroutine than the server's owner") {
+		t.Errorf("recovered %v, want a panic for a state changed by another goroutine", r)
+	}
 }

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -267,4 +268,45 @@ func TestCloseStopsEverything(t *testing.T) {
 		t.Fatalf("%d tools after close", n)
 	}
 	equal(t, "pending events", e.serverTypes("s1", "pending"), []string{"ServerDiscovered", "ConnectStarted", "CachedToolsServed", "Disconnected/requested"})
+}
+
+// The owners of the servers of one disconnect tear them down each on its
+// own, in parallel, and their Disconnected events are recorded together:
+// one after the other in the stream, in name order, whichever owner was
+// done first, under the reload's correlation for a reload.
+func TestOneDisconnectRecordsItsServersTogether(t *testing.T) {
+	e := newEnv(t, &Options{Gate: time.Minute})
+	ctx := testCtx(t)
+	cfgs := []events.ServerConfig{stdio(t, "c", "only=echo"), stdio(t, "a", "only=echo"), stdio(t, "b", "only=echo")}
+	if _, err := e.m.ConnectServers(ctx, cfgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Reload(ctx, func(context.Context) ([]events.ServerConfig, map[string]events.SourceMeta, error) {
+		return nil, nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var seqs []uint64
+	correlations := map[string]bool{}
+	for _, env := range e.events("s1") {
+		if env.Type == events.TypeDisconnected {
+			var d events.Disconnected
+			if err := json.Unmarshal(env.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, d.Server)
+			seqs = append(seqs, env.Seq)
+			correlations[env.CorrelationID] = true
+		}
+	}
+	equal(t, "Disconnected servers", got, []string{"a", "b", "c"})
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("Disconnected at seqs %v, want them one after the other", seqs)
+		}
+	}
+	if len(correlations) != 1 || correlations[""] {
+		t.Fatalf("correlations %v, want the reload's one", correlations)
+	}
 }

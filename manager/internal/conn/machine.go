@@ -1,9 +1,13 @@
 package conn
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
+	"strconv"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -34,14 +38,18 @@ type Snapshot struct {
 // publishes a new [Snapshot] for it. The zero Machine is not usable: see
 // [New].
 //
-// One writer at a time (the server's owner, or a teardown that claimed
-// it; see the package doc) calls [Machine.To] and [Machine.Note]; two
-// writers at once are reported as [ErrConcurrentWrite]. Any goroutine
-// may call [Machine.Load] and [Machine.State] at any time, without a
-// lock.
+// One writer, the server's owner goroutine, calls [Machine.To] and
+// [Machine.Note] once it called [Machine.Own] (the record's creator may
+// note its first attempt before); in tests, a write from another
+// goroutine is reported as [ErrNotOwner], and two writers at once are
+// always reported as [ErrConcurrentWrite]. Any goroutine may call
+// [Machine.Load] and [Machine.State] at any time, without a lock.
 type Machine struct {
 	cur     atomic.Pointer[Snapshot]
 	writing atomic.Bool
+	// owner is the id of the owner's goroutine, kept in tests only (0:
+	// not kept, or no owner yet).
+	owner atomic.Uint64
 }
 
 // New returns the machine of a server born Dialing at the time at.
@@ -63,6 +71,49 @@ type TransitionError struct{ From, To State }
 
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("illegal state transition %s → %s", e.From, e.To)
+}
+
+// ErrNotOwner reports a write from another goroutine than the owner's:
+// a bug in the caller, which must send the owner a command instead. It
+// is checked in tests only.
+var ErrNotOwner = errors.New("conn: state changed by another goroutine than the server's owner")
+
+// Own makes the calling goroutine the machine's owner, its one writer
+// from now on. In tests the machine keeps the goroutine's id and checks
+// every write against it; elsewhere Own costs nothing.
+func (m *Machine) Own() {
+	if testing.Testing() {
+		m.owner.Store(goroutineID())
+	}
+}
+
+// checkOwner reports ErrNotOwner when the machine has an owner (in
+// tests) and the caller is another goroutine.
+func (m *Machine) checkOwner() error {
+	if o := m.owner.Load(); o != 0 && o != goroutineID() {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+// goroutineID returns the id of the calling goroutine, from the first
+// line of its stack trace ("goroutine 42 [running]:"); 0 when it cannot
+// be read. Tests only: it costs a stack trace.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b, ok := bytes.CutPrefix(b, []byte("goroutine "))
+	if !ok {
+		return 0
+	}
+	if i := bytes.IndexByte(b, ' '); i >= 0 {
+		b = b[:i]
+	}
+	id, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // ErrConcurrentWrite reports two writers changing one machine at once: a
@@ -99,7 +150,7 @@ func (m *Machine) To(to State, at time.Time, edits ...func(*Snapshot)) error {
 	if !alone {
 		err = errors.Join(ErrConcurrentWrite, err)
 	}
-	return err
+	return errors.Join(m.checkOwner(), err)
 }
 
 // Note publishes a snapshot in the same state with edits applied: a new
@@ -114,10 +165,11 @@ func (m *Machine) Note(edits ...func(*Snapshot)) error {
 		edit(&next)
 	}
 	m.cur.Store(&next)
+	var err error
 	if !alone {
-		return ErrConcurrentWrite
+		err = ErrConcurrentWrite
 	}
-	return nil
+	return errors.Join(m.checkOwner(), err)
 }
 
 // enter marks a write under way; it reports false when another write

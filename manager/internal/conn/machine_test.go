@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -259,5 +260,85 @@ func TestKickCoalesces(t *testing.T) {
 	}
 	if !k.Send() {
 		t.Fatal("a send after the owner took one was not taken")
+	}
+}
+
+// Once the owner took the machine, a write from another goroutine is
+// reported (in tests); the owner's own writes, and writes before an
+// owner took it, are not.
+func TestWriteByAnotherGoroutineReported(t *testing.T) {
+	m := New(time.Unix(0, 0))
+	if err := m.Note(Attempt(1)); err != nil {
+		t.Fatalf("a note before the owner took the machine: %v", err)
+	}
+	owned := make(chan struct{})
+	wrote := make(chan error)
+	go func() {
+		m.Own()
+		close(owned)
+		wrote <- m.To(Listing, time.Unix(1, 0))
+	}()
+	<-owned
+	if err := <-wrote; err != nil {
+		t.Fatalf("the owner's write: %v", err)
+	}
+	if err := m.To(Ready, time.Unix(2, 0)); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("To from another goroutine: %v, want ErrNotOwner", err)
+	}
+	if err := m.Note(Failed("x")); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("Note from another goroutine: %v, want ErrNotOwner", err)
+	}
+	if s := m.Load(); s.State != Ready || s.Err != "x" {
+		t.Fatalf("the writes were not made all the same: %+v", s)
+	}
+	if id := goroutineID(); id == 0 {
+		t.Fatal("no goroutine id")
+	}
+}
+
+// A command sent reaches the owner however it waits: the inbox's context
+// ends with the first one; Asked stays set; commands are taken in order;
+// once closed, the inbox returns those left and refuses new ones.
+func TestInbox(t *testing.T) {
+	var none *Inbox[int]
+	if none.Asked() {
+		t.Fatal("a nil inbox was asked")
+	}
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := NewInbox[int](parent)
+	if b.Asked() || b.Context().Err() != nil || len(b.Take()) != 0 {
+		t.Fatal("a new inbox is not empty")
+	}
+	if !b.Send(1) || !b.Send(2) {
+		t.Fatal("a send to an open inbox was refused")
+	}
+	select {
+	case <-b.Context().Done():
+	default:
+		t.Fatal("the owner's context did not end with the command")
+	}
+	if !b.Asked() {
+		t.Fatal("not asked after a send")
+	}
+	if got := b.Take(); len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Fatalf("taken %v, want [1 2]", got)
+	}
+	if !b.Send(3) {
+		t.Fatal("a send after a take was refused")
+	}
+	if got := b.Close(); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("left at close %v, want [3]", got)
+	}
+	if b.Send(4) {
+		t.Fatal("a send to a closed inbox was taken")
+	}
+	if !b.Asked() {
+		t.Fatal("asked was cleared")
+	}
+	c := NewInbox[int](parent)
+	cancel()
+	if c.Context().Err() == nil || c.Asked() {
+		t.Fatal("the parent's end must end the context without asking")
 	}
 }

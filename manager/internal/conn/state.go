@@ -3,10 +3,11 @@
 // where the server is as an immutable [Snapshot] through an atomic
 // pointer, so a reader of one server's state takes no lock.
 //
-// One writer at a time changes a machine: the goroutine that owns the
-// server (it connects, lists, serves, records a drop and reconnects), or
-// a teardown once it claimed the server; the manager serializes them
-// under its registry mutex and the machine asserts it. Readers, any
+// One writer changes a machine: the goroutine that owns the server (it
+// connects, lists, serves, records a drop, reconnects and tears the
+// server down); in tests the machine checks that every write comes from
+// it. Other goroutines send the owner commands: a disconnect through an
+// [Inbox], reconnect now and check now through a [Kick]. Readers, any
 // number, load a snapshot and keep it: the writer never changes a
 // snapshot it published, it publishes a new one.
 package conn
