@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -178,7 +179,14 @@ func runPasses() {
 // passStarted, when set (by tests), is called as each pass starts.
 var passStarted func(queries int)
 
-// answer runs one pass over /proc for every query of batch.
+// answer runs one pass over /proc for every query of batch. It reads the
+// stat of every process, and the environment only of those a query's
+// marker may be in: processes of this user, started no earlier than a
+// root with a marker (an older one cannot descend from it), and not the
+// roots themselves (a child Start launched, whose own marker is not
+// looked for in it). Twenty servers torn down at once are twenty roots
+// younger than nearly every process on the machine, so a pass reads few
+// environments.
 func answer(batch []*descQuery) {
 	if passStarted != nil {
 		passStarted(len(batch))
@@ -189,21 +197,28 @@ func answer(batch []*descQuery) {
 		}
 	}()
 	markers := map[string]bool{}
+	roots := make(map[int]uint64, len(batch)) // pid → start time
+	minStart := uint64(math.MaxUint64)        // of the roots with a marker
 	for _, q := range batch {
+		roots[q.root.Pid] = q.root.StartTime
 		if q.marker != "" {
 			markers[q.marker] = true
+			minStart = min(minStart, q.root.StartTime)
 		}
 	}
 	uid := uint32(os.Getuid())
-	type entry struct {
-		pid int
-		st  procStat
-	}
-	var all []entry
+	stats := map[int]procStat{}
+	children := map[int][]int{}         // ppid → pids, exited ones too
 	marked := map[int]map[string]bool{} // pid → the markers in its environment
 	err := eachProc(func(pid int, st procStat, e os.DirEntry) {
-		all = append(all, entry{pid, st})
-		if len(markers) == 0 || st.dead() {
+		stats[pid] = st
+		// An exited parent that was not yet waited for still links its
+		// children to the root.
+		children[st.ppid] = append(children[st.ppid], pid)
+		if len(markers) == 0 || st.dead() || st.start < minStart {
+			return
+		}
+		if start, ok := roots[pid]; ok && start == st.start {
 			return
 		}
 		if info, err := e.Info(); err == nil {
@@ -219,33 +234,28 @@ func answer(batch []*descQuery) {
 	}
 	for _, q := range batch {
 		root := q.root
-		var procs []Identity
-		children := map[int][]int{}
 		found := map[int]bool{}
-		for _, en := range all {
-			pid, st := en.pid, en.st
-			if pid == root.Pid || st.start < root.StartTime {
-				continue
-			}
-			// An exited parent that was not yet waited for still links
-			// its children to the root.
-			children[st.ppid] = append(children[st.ppid], pid)
-			if st.dead() {
-				continue
-			}
-			procs = append(procs, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
-			if q.marker != "" && marked[pid][q.marker] {
-				found[pid] = true
-			}
-		}
-		for next := children[root.Pid]; len(next) > 0; {
+		// Only processes started no earlier than the root are followed:
+		// a descendant cannot be older.
+		for next := slices.Clone(children[root.Pid]); len(next) > 0; {
 			pid := next[len(next)-1]
-			next = append(next[:len(next)-1], children[pid]...)
+			next = next[:len(next)-1]
+			if pid == root.Pid || found[pid] || stats[pid].start < root.StartTime {
+				continue
+			}
 			found[pid] = true
+			next = append(next, children[pid]...)
 		}
-		for _, p := range procs {
-			if found[p.Pid] {
-				q.out = append(q.out, p)
+		if q.marker != "" {
+			for pid, ms := range marked {
+				if ms[q.marker] && pid != root.Pid && stats[pid].start >= root.StartTime {
+					found[pid] = true
+				}
+			}
+		}
+		for _, pid := range slices.Sorted(maps.Keys(found)) {
+			if st := stats[pid]; !st.dead() {
+				q.out = append(q.out, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
 			}
 		}
 	}
