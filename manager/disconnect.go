@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
 )
 
 // DisconnectServer tears the named server down: it stops a
@@ -102,6 +103,21 @@ func (m *Manager) teardown(servers []*server, reason events.DisconnectReason, co
 	discs := make([]*events.Disconnected, len(servers))
 	errs := make([]error, len(servers))
 	done := make(chan int, len(servers))
+	// The processes of the connected stdio servers look for the
+	// descendants that left their groups together: one pass over /proc
+	// for all of them before their stdin closes and one once they exited,
+	// rather than a few for each.
+	var procs []*proc.Process
+	m.mu.Lock()
+	for _, s := range servers {
+		if s.conn != nil && s.conn.proc != nil {
+			procs = append(procs, s.conn.proc)
+		}
+	}
+	m.mu.Unlock()
+	if len(procs) > 1 {
+		defer proc.Together(procs)()
+	}
 	for i, s := range servers {
 		go func() {
 			discs[i], errs[i] = m.shutdown(s, &events.Disconnected{Server: s.name, Reason: reason})

@@ -128,28 +128,28 @@ func Descendants(pid int) []Identity {
 // that descend from root by their parent links now, or whose environment
 // holds the entry marker (of processes of this user only). Only processes
 // started no earlier than root are looked at: a descendant cannot be
-// older. It returns nil when /proc cannot be read. Concurrent calls share passes over /proc: a call
-// that comes while a pass runs joins the next one, so twenty servers torn
-// down at once read /proc a few times rather than twenty.
+// older. It returns nil when /proc cannot be read. Concurrent calls
+// share passes over /proc: a call that comes while a pass runs joins the
+// next one (and the processes of a [Together] teardown wait for one
+// another to share one pass).
 func findDescendants(root Identity, marker string) []Identity {
 	q := &descQuery{root: root, marker: marker, done: make(chan struct{})}
+	enqueue(q)
+	<-q.done
+	return q.out
+}
+
+// enqueue queues qs for the next pass over /proc, all in the same one,
+// and starts the passes if none runs. Each query's done is closed once
+// it was answered.
+func enqueue(qs ...*descQuery) {
 	passes.mu.Lock()
-	passes.queue = append(passes.queue, q)
+	passes.queue = append(passes.queue, qs...)
 	if !passes.running {
 		passes.running = true
 		go runPasses()
 	}
 	passes.mu.Unlock()
-	<-q.done
-	return q.out
-}
-
-// descQuery is one findDescendants call waiting for a pass.
-type descQuery struct {
-	root   Identity
-	marker string
-	out    []Identity
-	done   chan struct{}
 }
 
 // passes is the queue of findDescendants calls for the next pass.

@@ -54,18 +54,18 @@ func exitCode(state *os.ProcessState) int {
 func (p *Process) terminate() error {
 	// Look before stdin closes: once the child exits, its children are
 	// reparented and only the marker leads to them.
-	desc := findDescendants(p.id, p.marker)
+	desc := p.search()
 	p.stdin.Close()
 	select {
 	case <-p.exited:
 	case <-time.After(p.opts.StdinGrace):
 	}
-	desc = addProcs(desc, findDescendants(p.id, p.marker))
+	desc = addProcs(desc, p.search())
 	var errs []error
 	if groupAlive(p.pid) || anyRunning(desc) {
 		errs = append(errs, p.signal(syscall.SIGTERM, "SIGTERM", desc)...)
 		if !waitGone(p.pid, desc, p.exited, p.opts.TermGrace) {
-			desc = addProcs(desc, findDescendants(p.id, p.marker))
+			desc = addProcs(desc, p.search())
 			errs = append(errs, p.signal(syscall.SIGKILL, "SIGKILL", desc)...)
 			// Bounded: a process in uninterruptible sleep dies late.
 			waitGone(p.pid, desc, p.exited, p.opts.TermGrace)
