@@ -79,6 +79,13 @@ type ServerConfig struct {
 	DisabledTools []string `json:"disabledTools,omitempty"`
 	// ProtocolVersion pins the MCP protocol version the client offers.
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// Era says which handshake the server speaks: "auto" (or empty, the
+	// default) lets the recorded era decide and probes when none is
+	// known; "modern" always starts with server/discover and never falls
+	// back to initialize; "legacy" always sends initialize, with no
+	// probe. Omitted when empty, so configurations without it hash as
+	// before.
+	Era string `json:"era,omitempty"`
 	// AlwaysLoad keeps the server's tools exposed to the model when a
 	// session's tool budget holds the other servers' tools back behind
 	// its search tool. Omitted when false, so configurations without it
@@ -221,6 +228,7 @@ func (c ServerConfig) Validate() error {
 			problems = append(problems, fmt.Sprintf("%q must not be negative", l.field))
 		}
 	}
+	problems = append(problems, c.eraProblems()...)
 	for i, r := range c.Roots {
 		if strings.TrimSpace(r) == "" {
 			problems = append(problems, fmt.Sprintf(`"roots" entry %d is empty (want a directory)`, i))
@@ -230,6 +238,41 @@ func (c ServerConfig) Validate() error {
 		return nil
 	}
 	return &ConfigError{Server: c.Name, Problems: problems}
+}
+
+// The values of [ServerConfig.Era].
+const (
+	ConfigEraAuto   = "auto"
+	ConfigEraModern = string(EraModern)
+	ConfigEraLegacy = string(EraLegacy)
+)
+
+// modernProtocol is the first protocol version of the modern era.
+const modernProtocol = "2026-07-28"
+
+// eraProblems returns what is wrong with the server's era setting: an
+// unknown value, or one that contradicts its pinned protocol version or
+// its transport (legacy SSE has no modern era).
+func (c ServerConfig) eraProblems() []string {
+	var problems []string
+	pinnedModern := c.ProtocolVersion != "" && c.ProtocolVersion >= modernProtocol
+	switch c.Era {
+	case "", ConfigEraAuto:
+	case ConfigEraModern:
+		if c.ProtocolVersion != "" && !pinnedModern {
+			problems = append(problems, fmt.Sprintf(`"era" is %q but "protocolVersion" %q is of the legacy era (want %s or later)`, c.Era, c.ProtocolVersion, modernProtocol))
+		}
+	case ConfigEraLegacy:
+		if pinnedModern {
+			problems = append(problems, fmt.Sprintf(`"era" is %q but "protocolVersion" %q is of the modern era (want a version before %s)`, c.Era, c.ProtocolVersion, modernProtocol))
+		}
+	default:
+		problems = append(problems, fmt.Sprintf(`"era" must be "auto", "modern" or "legacy", not %q`, c.Era))
+	}
+	if c.Transport() == TransportSSE && (c.Era == ConfigEraModern || pinnedModern) {
+		problems = append(problems, `an sse server speaks the legacy era only ("era" and "protocolVersion" cannot make it modern; use type "http")`)
+	}
+	return problems
 }
 
 // ConfigError is the error of [ServerConfig.Validate]: every problem of one

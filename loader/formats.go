@@ -45,6 +45,7 @@ func mapNative(f fields, e *entry) {
 	c.EnabledTools = f.strs("enabledTools")
 	c.DisabledTools = f.strs("disabledTools")
 	c.ProtocolVersion = f.str("protocolVersion")
+	c.Era = f.str("era")
 	c.Roots = f.strs("roots")
 	c.AlwaysLoad = alwaysLoad(f)
 	c.OAuth = mapOAuth(f, nativeOAuth)

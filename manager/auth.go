@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/conn"
 	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/oauth"
 )
@@ -64,9 +65,7 @@ func (m *Manager) oauthHandler(s *server, cfg events.ServerConfig) auth.OAuthHan
 			if !m.opts.Auth.Interactive {
 				return false
 			}
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			return s.state == stReady
+			return s.mach.State() == stReady // no m.mu: a call's transport asks
 		},
 		Authorized: func(r oauth.Result) {
 			m.emitDeferred("", &events.AuthCompleted{Server: s.name, Issuer: r.Issuer, Scopes: r.Scopes, ExpiresAt: r.ExpiresAt, Grant: r.Grant})
@@ -118,7 +117,7 @@ func withNeedsAuthSeen(h auth.OAuthHandler, err error) error {
 // teardown ends the record. The caller holds the round (r.enter).
 func (m *Manager) listNeedsAuth(s *server, lc *liveConn, r *round, late bool, d time.Duration, err error, ne *oauth.NeedsAuthError) bool {
 	m.mu.Lock()
-	if s.ending() || s.state != stListing {
+	if s.ending() || s.mach.State() != stListing {
 		m.mu.Unlock()
 		return false
 	}
@@ -137,7 +136,7 @@ func (m *Manager) listNeedsAuth(s *server, lc *liveConn, r *round, late bool, d 
 	if m.servers[s.name] == s {
 		delete(m.servers, s.name)
 	}
-	m.setState(s, stDone)
+	m.setState(s, stDone, conn.Failed(err.Error()))
 	close(s.done)
 	m.mu.Unlock()
 	r.settle(s.name, err)
@@ -231,12 +230,15 @@ func (m *Manager) Login(ctx context.Context, name string) (*oauth.Result, error)
 // that starts the flow), else the manager's own version; "" leaves it to
 // the authorizer.
 func (m *Manager) loginVersion(name string, cfg events.ServerConfig) string {
-	if m.cache != nil {
+	if cfg.Era == events.ConfigEraModern || cfg.Transport() == events.TransportSSE {
+		return m.offeredVersion(cfg)
+	}
+	if m.cache != nil && cfg.Era != events.ConfigEraLegacy {
 		if era, ok := m.cache.LookupEra(m.j.Host(), name, cfg.Hash(), m.now()); ok && era.ProtocolVersion != "" {
 			return era.ProtocolVersion
 		}
 	}
-	return m.opts.ProtocolVersion
+	return m.offeredVersion(cfg)
 }
 
 // forgetNeedsAuth drops name from the servers waiting for a login: a new

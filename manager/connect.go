@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/manager/internal/conn"
 	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/projector"
 )
@@ -52,7 +53,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 		for _, c := range cfgs {
 			switch s := m.servers[c.Name]; {
 			case s == nil:
-			case s.state == stDropped: // reconnecting, or about to end
+			case s.mach.State() == stDropped: // reconnecting, or about to end
 				wait = append(wait, s.decided)
 			case s.ending():
 				wait = append(wait, s.done)
@@ -132,6 +133,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 	}
 	for _, s := range starting {
 		m.attempts[s.name]++
+		m.noteState(s, conn.Attempt(m.attempts[s.name]))
 		m.servers[s.name] = s
 		m.wg.Go(func() { m.run(s) })
 	}
@@ -161,7 +163,7 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 // newServer returns the record of a server about to connect.
 func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 	s := &server{
-		state:     stDialing,
+		mach:      conn.New(m.now()),
 		name:      cfg.Name,
 		cfg:       cfg.Clone(),
 		hash:      hash,
@@ -350,7 +352,7 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	}
 	r.leave()
 	m.mu.Lock()
-	if s.state == stDialing { // else a teardown began: it closes lc
+	if s.mach.State() == stDialing { // else a teardown began: it closes lc
 		m.setState(s, stListing)
 	}
 	s.conn = lc
@@ -391,10 +393,7 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	} else {
 		defs, hints, err = m.listTools(lc.ctx, s, lc)
 	}
-	m.mu.Lock()
-	closing := s.ending()
-	m.mu.Unlock()
-	if closing || s.ctx.Err() != nil {
+	if s.ending() || s.ctx.Err() != nil {
 		// Torn down (a teardown marks the server closing before it
 		// cancels it, so a list that succeeded meanwhile is dropped too);
 		// the teardown records Disconnected.
@@ -430,7 +429,7 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		m.emitDeferred("", listed)
 	}
 	m.mu.Lock()
-	if s.state == stListing { // a teardown may have begun meanwhile
+	if s.mach.State() == stListing { // a teardown may have begun meanwhile
 		m.setState(s, stReady)
 	}
 	m.mu.Unlock()
@@ -464,6 +463,9 @@ func (m *Manager) endRecord(s *server, err error, remove bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s.connErr = err
+	if err != nil {
+		m.noteState(s, conn.Failed(err.Error()))
+	}
 	close(s.connected)
 	if remove {
 		delete(m.servers, s.name)
@@ -509,7 +511,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	if err != nil {
 		return nil, m.connectError(s, res, nil, err)
 	}
-	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: make(chan struct{}, 1), ended: make(chan struct{}), gone: make(chan struct{}), res: res,
+	lc := &liveConn{relist: make(chan struct{}, 1), checkNow: conn.NewKick(), ended: make(chan struct{}), gone: make(chan struct{}), res: res,
 		resourcesChanged: make(chan struct{}, 1), promptsChanged: make(chan struct{}, 1), surfaceReady: make(chan struct{})}
 	lc.ctx, lc.cancel = context.WithCancel(s.ctx)
 	signal := func(ch chan struct{}) {
@@ -541,10 +543,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	transport.OnListenEnd(t, func(err error) { m.listenEnded(s, lc, err) })
 	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(m.rootsFor(s.cfg)...)
-	pv := m.opts.ProtocolVersion
-	if s.cfg.ProtocolVersion != "" {
-		pv = s.cfg.ProtocolVersion
-	}
+	pv := m.offeredVersion(s.cfg)
 	ec := m.planEra(s, pv, probe)
 	if ec != nil {
 		client.AddSendingMiddleware(ec.middleware)

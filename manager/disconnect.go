@@ -54,7 +54,7 @@ func (m *Manager) disconnect(ctx context.Context, names []string, reason events.
 		s := m.servers[name]
 		switch {
 		case s == nil:
-		case s.state == stDropped:
+		case s.mach.State() == stDropped:
 			// Its owner is recording the drop: it ends the record
 			// instead of reconnecting.
 			s.stopAsked = true

@@ -30,12 +30,14 @@
 // or errors.
 //
 // Each server is one record with an explicit lifecycle state (dialing,
-// listing, ready, backoff, needs-auth, closing, done; the transitions are
-// written down in state.go and checked at every change). Recording never
-// holds up the lifecycle: events go through the manager's outbox, in the
-// order they were emitted, and a store that stops answering stops only
-// the recording. Calls, Status, Tools and disconnects go on; Close tears
-// every server down within its context and logs what it could not record.
+// listing, ready, backoff, dropped, needs-auth, closing, done): a state
+// machine of its own (internal/conn) that checks every transition and
+// publishes an immutable snapshot, which readers load without a lock.
+// Recording never holds up the lifecycle: events go through the
+// manager's outbox, in the order they were emitted, and a store that
+// stops answering stops only the recording. Calls, Status, Tools and
+// disconnects go on; Close tears every server down within its context
+// and logs what it could not record.
 //
 // [Options.Dial] replaces the built-in transports, so a host can test
 // against go-sdk servers in its own process (mcp.NewInMemoryTransports).
@@ -48,14 +50,20 @@
 //	cachehints.go  lists' cache hints (ttlMs, cacheScope, a private list's authorization),
 //	               and a fresh cached tool list standing for a modern server's tools/list
 //	relist.go      serve: the select of a connected server (end of the connection, health, re-lists)
-//	drop.go        a connection ends on its own: the drop is recorded and a reconnect scheduled
-//	reconnect.go   the backoff, the crash-loop breaker, ReconnectNow
+//	drop.go        a connection ends on its own: the drop is recorded (ready → dropped) and a
+//	               reconnect scheduled (dropped → backoff, its delay in the state's snapshot)
+//	reconnect.go   the backoff, the crash-loop breaker, ReconnectNow (a conn.Kick to the owner)
 //	health.go      health checks (ping, or server/discover from 2026-07-28 on), a listen
 //	               stream that ended, descendants seen, a host that slept
-//	tool.go        a call is recorded (ToolCallStarted/Finished) and made
+//	tool.go        a call is admitted (its server's state not ending), recorded
+//	               (ToolCallStarted/Finished) and made
 //	disconnect.go  a teardown: process group, in-flight calls, Disconnected
 //	outbox.go      how events reach the journal without holding a lock
-//	state.go       the states and their legal transitions
+//	state.go       how a record's state changes (setState, under m.mu) and is read (ending, no lock)
+//	internal/conn  one server's state machine: the states and their legal transitions
+//	               (state.go), the Machine and the Snapshot it publishes atomically
+//	               (machine.go), the owner's coalesced commands, reconnect now and
+//	               check now (commands.go)
 //	dial.go        the transport of one connect attempt, built-in or Options.Dial
 //	internal/transport
 //	               below the lifecycle: stdio, streamable HTTP, SSE (transport.go,

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/conn"
 )
 
 // A drop is the end of a live connection that the manager did not start:
@@ -101,7 +102,7 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 
 	m.mu.Lock()
 	if m.reconnect.Disabled || m.closed || m.stopping || s.stopAsked {
-		m.setState(s, stClosing)
+		m.setState(s, stClosing, conn.Failed(d.Error))
 		close(s.decided)
 		m.mu.Unlock()
 		m.finish([]*server{s}, []*events.Disconnected{d}, "")
@@ -117,7 +118,7 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 		}
 	}
 	if tripped {
-		m.setState(s, stClosing)
+		m.setState(s, stClosing, conn.Failed(d.Error))
 		close(s.decided)
 		m.emitDeferred("", d, &events.ReconnectGaveUp{Server: s.name, Attempts: count, LastError: d.Error})
 		m.log.Warn("MCP server keeps failing; reconnecting stopped", "server", s.name, "attempts", count)
@@ -131,8 +132,8 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 	// The record stands for the server until its next connection: same
 	// config, its tools served deferred, connecting after the delay.
 	d.Reconnecting = true
-	m.setState(s, stBackoff)
 	s.retry = newRetry(m.reconnect.delay(n), n)
+	m.setState(s, stBackoff, conn.Retry(s.retry.delay, m.now()), conn.Failed(d.Error))
 	s.conn, s.deferred = nil, true
 	s.cachedResources, s.cachedPrompts = false, false
 	s.connected = make(chan struct{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -83,6 +84,10 @@ type eraConnect struct {
 	// local: the record is modern and fresh; server/discover is answered
 	// from it.
 	local bool
+	// strict: the server is configured era modern; a failed
+	// server/discover is the connect's failure, with no initialize after
+	// it.
+	strict bool
 
 	mu           sync.Mutex
 	probed       bool                // a server/discover went on the wire
@@ -99,6 +104,27 @@ type eraConnect struct {
 	late func()
 }
 
+// offeredVersion returns the protocol version a connect of the server of
+// cfg offers: its pinned protocolVersion, else Options.ProtocolVersion
+// brought into the server's configured era (an sse server is legacy).
+func (m *Manager) offeredVersion(cfg events.ServerConfig) string {
+	if cfg.ProtocolVersion != "" {
+		return cfg.ProtocolVersion
+	}
+	pv := m.opts.ProtocolVersion
+	switch {
+	case cfg.Era == events.ConfigEraLegacy || cfg.Transport() == events.TransportSSE:
+		if modernEra(pv) {
+			pv = legacyProtocol
+		}
+	case cfg.Era == events.ConfigEraModern:
+		if !modernEra(pv) {
+			pv = modernProtocol
+		}
+	}
+	return pv
+}
+
 // planEra returns the era plan of a connect of s offering pv, nil when
 // the connect is not modern-wanted. probe drops the record (a retry after
 // a contradiction).
@@ -106,12 +132,12 @@ func (m *Manager) planEra(s *server, pv string, probe bool) *eraConnect {
 	if !modernEra(pv) {
 		return nil
 	}
-	ec := &eraConnect{}
+	ec := &eraConnect{strict: s.cfg.Era == events.ConfigEraModern}
 	if s.eraProbe.Swap(false) || probe {
 		return ec
 	}
 	rec, ok := m.cache.LookupEra(m.j.Host(), s.name, s.hash, m.now())
-	if !ok {
+	if !ok || (ec.strict && rec.Era != events.EraModern) {
 		return ec
 	}
 	ec.rec, ec.known = rec, true
@@ -176,6 +202,15 @@ func (ec *eraConnect) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			ec.mu.Unlock()
 			return res, err
 		case method == methodInitialize:
+			if ec.strict {
+				ec.mu.Lock()
+				derr := ec.discoverErr
+				ec.mu.Unlock()
+				if derr == nil {
+					derr = errors.New("server/discover was not answered")
+				}
+				return nil, fmt.Errorf("the server is configured with era %q, and server/discover failed: %w", events.ConfigEraModern, derr)
+			}
 			res, err := next(ctx, method, req)
 			ec.mu.Lock()
 			ec.initErr = err

@@ -435,14 +435,14 @@ func TestEraLegacyRecordContradicted(t *testing.T) {
 	}
 }
 
-// Connects that are not modern-wanted (the default protocol) send no
+// Connects that are not modern-wanted (a legacy version offered) send no
 // server/discover and record no era, whatever the server speaks.
-func TestEraDefaultProtocolRecordsNothing(t *testing.T) {
+func TestEraLegacyProtocolRecordsNothing(t *testing.T) {
 	e := newEraEnv(t)
 	w := &wire{}
-	cfg := events.ServerConfig{Name: "srv", Command: "in-process"}
+	cfg := events.ServerConfig{Name: "srv", Command: "in-process", ProtocolVersion: "2025-11-25"}
 	evs, _ := e.connect(cfg, eraServer(w, 60_000, nil), manager.Options{})
-	wantCounts(t, "default", w.take(), map[string]int{"initialize": 1, "tools/list": 1})
+	wantCounts(t, "legacy", w.take(), map[string]int{"initialize": 1, "tools/list": 1})
 	if got := eras(evs); len(got) != 0 {
 		t.Errorf("%v", describe(evs))
 	}
@@ -450,7 +450,7 @@ func TestEraDefaultProtocolRecordsNothing(t *testing.T) {
 	e.connect(modernCfg, eraServer(w, 0, legacyOnly), manager.Options{})
 	w.take()
 	evs, _ = e.connect(cfg, eraServer(w, 0, nil), manager.Options{})
-	wantCounts(t, "default after a record", w.take(), map[string]int{"initialize": 1, "tools/list": 1})
+	wantCounts(t, "legacy after a record", w.take(), map[string]int{"initialize": 1, "tools/list": 1})
 	if got := eras(evs); len(got) != 0 {
 		t.Errorf("%v", describe(evs))
 	}
@@ -829,4 +829,53 @@ func TestEraLateContradiction(t *testing.T) {
 		return
 	}
 	t.Fatal("no era recorded")
+}
+
+// A server configured era legacy is sent initialize at 2025-11-25 with no
+// probe, whatever the manager offers others, and no era is recorded.
+func TestEraConfigLegacySendsInitializeOnly(t *testing.T) {
+	e := newEraEnv(t)
+	w := &wire{}
+	cfg := events.ServerConfig{Name: "srv", Command: "in-process", Era: events.ConfigEraLegacy}
+	evs, res := e.connect(cfg, eraServer(w, 60_000, nil), manager.Options{ProtocolVersion: modern})
+	if len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	wantCounts(t, "era legacy", w.take(), map[string]int{"initialize": 1, "tools/list": 1})
+	if v := connectedVersion(t, evs); v != "2025-11-25" {
+		t.Errorf("connected at %s, want 2025-11-25", v)
+	}
+	if got := eras(evs); len(got) != 0 {
+		t.Errorf("era legacy recorded an era: %v", describe(evs))
+	}
+}
+
+// A server configured era modern never falls back to initialize: a
+// legacy-only server fails the connect with an error that names the
+// setting, and a legacy record does not stop the probe.
+func TestEraConfigModernHasNoFallback(t *testing.T) {
+	e := newEraEnv(t)
+	w := &wire{}
+	auto := events.ServerConfig{Name: "srv", Command: "in-process", ProtocolVersion: modern}
+	if _, res := e.connect(auto, eraServer(w, 0, legacyOnly), manager.Options{}); len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	w.take()
+
+	strict := events.ServerConfig{Name: "srv", Command: "in-process", Era: events.ConfigEraModern}
+	_, res := e.connect(strict, eraServer(w, 0, legacyOnly), manager.Options{ProtocolVersion: "2025-11-25"})
+	err := res.Errors["srv"]
+	if err == nil || !strings.Contains(err.Error(), `era "modern"`) || !strings.Contains(err.Error(), "server/discover") {
+		t.Fatalf("connect of a legacy-only server configured era modern: %v", err)
+	}
+	wantCounts(t, "era modern, legacy-only server", w.take(), map[string]int{"server/discover": 1})
+
+	evs, res := e.connect(strict, eraServer(w, 0, nil), manager.Options{ProtocolVersion: "2025-11-25"})
+	if len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	wantCounts(t, "era modern, modern server", w.take(), map[string]int{"server/discover": 1, "tools/list": 1})
+	if v := connectedVersion(t, evs); v != modern {
+		t.Errorf("connected at %s, want %s", v, modern)
+	}
 }

@@ -206,6 +206,9 @@ func (m *Manager) resourceUpdated(s *server, lc *liveConn) func(context.Context,
 		}
 		uri := req.Params.URI
 		now := time.Now()
+		if s.ending() {
+			return // on its way out: not worth m.mu
+		}
 		m.mu.Lock()
 		if s.ending() {
 			m.mu.Unlock()

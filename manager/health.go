@@ -266,10 +266,7 @@ func (m *Manager) hostResumed(slept time.Duration) {
 		if s.conn == nil || s.ending() || s.cfg.Transport() == events.TransportStdio {
 			continue
 		}
-		select {
-		case s.conn.checkNow <- struct{}{}:
-		default: // a check is due already
-		}
+		s.conn.checkNow.Send() // unless a check is due already
 	}
 }
 

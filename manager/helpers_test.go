@@ -29,6 +29,13 @@ func TestMain(m *testing.M) {
 	// tests down; the escalation itself is tested with these values.
 	stdinGrace = 200 * time.Millisecond
 	termGrace = 500 * time.Millisecond
+	// The lifecycle tests of this package (drops, reconnects, reloads,
+	// server requests, pings, logs) describe the handshake of the legacy
+	// era, and their expected streams have no era record; the tests of
+	// the modern era pin its version themselves (era, health, cache
+	// hints, rounds, transcripts), and the golden streams, the hostile
+	// and the session tests run at the real default.
+	defaultProtocol = legacyProtocol
 	os.Exit(m.Run())
 }
 

@@ -298,7 +298,7 @@ func TestDisconnectDuringADropEndsTheServer(t *testing.T) {
 	s := e.m.servers["crashy"]
 	e.m.mu.Unlock()
 	if s != nil {
-		t.Fatalf("a record of crashy is left in state %s", s.state)
+		t.Fatalf("a record of crashy is left in state %s", s.mach.State())
 	}
 	if st := e.m.Status("crashy"); st != projector.StatusDisconnected {
 		t.Fatalf("status %s", st)
@@ -336,10 +336,10 @@ func TestConnectDuringADropFindsTheReconnect(t *testing.T) {
 	}
 	e.m.mu.Lock()
 	after, st := e.m.servers["crashy"], stDone
-	if after != nil {
-		st = after.state
-	}
 	e.m.mu.Unlock()
+	if after != nil {
+		st = after.mach.State() // the snapshot: no m.mu
+	}
 	if after != before || st != stBackoff {
 		t.Fatalf("after the drop: record %p in state %s, want the same record %p in backoff", after, st, before)
 	}

@@ -53,6 +53,11 @@ const (
 	maxInstructions = 4000
 )
 
+// defaultProtocol is the version Options.ProtocolVersion defaults to:
+// DefaultProtocolVersion, except in this package's own lifecycle tests
+// (see TestMain).
+var defaultProtocol = DefaultProtocolVersion
+
 // Options configure a [Manager]. Nil or zero fields mean defaults.
 type Options struct {
 	// Cwd is the session's working directory: stdio servers without a cwd
@@ -407,7 +412,7 @@ func New(j *journal.Journal, session string, opts *Options) (*Manager, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.ProtocolVersion == "" {
-		o.ProtocolVersion = DefaultProtocolVersion
+		o.ProtocolVersion = defaultProtocol
 	}
 	if o.ServerLogLevel == "" {
 		o.ServerLogLevel = events.LogInfo

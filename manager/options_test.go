@@ -3,6 +3,8 @@ package manager
 import (
 	"testing"
 	"time"
+
+	"github.com/mcplife/mcplife/events"
 )
 
 // TestGroupedOptionsDefaults: the defaults the grouped options' field docs
@@ -43,5 +45,29 @@ func TestGroupedOptionsDefaults(t *testing.T) {
 	}
 	if !m.opts.Auth.Interactive {
 		t.Error("Auth.Interactive set but not kept")
+	}
+}
+
+// The version a connect offers: a pin wins; otherwise the manager's,
+// brought into the configured era, and an sse server is legacy.
+func TestOfferedVersion(t *testing.T) {
+	m := &Manager{opts: Options{ProtocolVersion: modernProtocol}}
+	for _, c := range []struct {
+		cfg  events.ServerConfig
+		want string
+	}{
+		{events.ServerConfig{Command: "x"}, modernProtocol},
+		{events.ServerConfig{Command: "x", Era: events.ConfigEraAuto}, modernProtocol},
+		{events.ServerConfig{Command: "x", Era: events.ConfigEraLegacy}, legacyProtocol},
+		{events.ServerConfig{URL: "https://x.example/sse", Type: events.TransportSSE}, legacyProtocol},
+		{events.ServerConfig{Command: "x", ProtocolVersion: "2025-06-18"}, "2025-06-18"},
+	} {
+		if got := m.offeredVersion(c.cfg); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.cfg, got, c.want)
+		}
+	}
+	m.opts.ProtocolVersion = legacyProtocol
+	if got := m.offeredVersion(events.ServerConfig{Command: "x", Era: events.ConfigEraModern}); got != modernProtocol {
+		t.Errorf("era modern under a legacy manager: %s", got)
 	}
 }

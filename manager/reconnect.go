@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/manager/internal/conn"
 )
 
 // Reconnect defaults.
@@ -91,12 +92,12 @@ type retry struct {
 	// n counts the retries since the server was last stable; it sets the
 	// next delay.
 	n int
-	// now cuts the delay short ([Manager.ReconnectNow]; cap 1).
-	now chan struct{}
+	// now cuts the delay short ([Manager.ReconnectNow]).
+	now conn.Kick
 }
 
 func newRetry(delay time.Duration, n int) *retry {
-	return &retry{delay: delay, n: n, now: make(chan struct{}, 1)}
+	return &retry{delay: delay, n: n, now: conn.NewKick()}
 }
 
 // ReconnectNow makes a reconnecting server's next attempt start at once
@@ -115,10 +116,7 @@ func (m *Manager) ReconnectNow(name string) error {
 	case s.retry == nil || s.ending() || s.conn != nil:
 		return &ServerError{Server: name, Op: OpConnect, Err: fmt.Errorf("%w: %s", ErrNotReconnecting, name)}
 	}
-	select {
-	case s.retry.now <- struct{}{}:
-	default:
-	}
+	s.retry.now.Send()
 	return nil
 }
 
@@ -184,8 +182,8 @@ func (m *Manager) waitRetry(s *server) bool {
 	if s.ending() {
 		return false
 	}
-	m.setState(s, stDialing)
 	m.attempts[s.name]++
+	m.setState(s, stDialing, conn.Attempt(m.attempts[s.name]))
 	m.emitDeferred("", &events.ConnectStarted{Server: s.name, Transport: s.cfg.Transport(), Attempt: m.attempts[s.name]})
 	return true
 }
@@ -208,8 +206,8 @@ func (m *Manager) retryAfterFailure(s *server, err error, took time.Duration, ti
 		return false
 	}
 	n := s.retry.n + 1
-	m.setState(s, stBackoff)
 	s.retry = newRetry(m.reconnect.delay(n), n)
+	m.setState(s, stBackoff, conn.Retry(s.retry.delay, m.now()), conn.Failed(failed.Error))
 	m.emitDeferred("", failed, &events.ReconnectScheduled{
 		Server: s.name, Attempt: m.attempts[s.name] + 1, DelayMs: s.retry.delay.Milliseconds(), Cause: err.Error(),
 	})
@@ -225,7 +223,5 @@ func (m *Manager) awaitReconnect(ctx context.Context, s *server, lc *liveConn) b
 	case <-ctx.Done():
 		return false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return !s.ending()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/manager/internal/conn"
 	"github.com/mcplife/mcplife/manager/internal/transport"
 )
 
@@ -48,7 +49,9 @@ type server struct {
 	conn        *liveConn // (m.mu) set once initialize finished; cleared when a drop was recorded
 	connectedAt time.Time // (m.mu) when conn was set
 	deferred    bool      // (m.mu) CachedToolsServed recorded, no live list yet
-	state       state     // (m.mu) where the record is in its lifecycle (state.go)
+	// mach is where the record is in its lifecycle (state.go): changed
+	// under m.mu, read without it.
+	mach *conn.Machine
 	// decided is closed when the owner leaves the dropped state, having
 	// recorded the drop and decided to reconnect or not; stopAsked is set
 	// by a teardown that came while it was dropped (m.mu).
@@ -89,8 +92,8 @@ type liveConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	relist chan struct{} // coalesced tools/list_changed signals (cap 1)
-	// checkNow asks for a health check at once (cap 1).
-	checkNow chan struct{}
+	// checkNow asks for a health check at once.
+	checkNow conn.Kick
 	// resourcesChanged and promptsChanged are coalesced list_changed
 	// signals of resources and prompts (cap 1 each).
 	resourcesChanged, promptsChanged chan struct{}
@@ -166,7 +169,7 @@ type callGroup struct {
 
 // joinCall adds a call to s's current group unless s is leaving (dropped,
 // being torn down), and returns the group the call must leave. Requires
-// m.mu.
+// m.mu (for the group; the state, changed under it too, holds meanwhile).
 func (s *server) joinCall() *callGroup {
 	if s.ending() {
 		return nil

@@ -127,6 +127,9 @@ func (m *Manager) serverLogHandler(s *server, lc *liveConn) func(context.Context
 		ev := &events.ServerLog{Server: s.name, Level: level, Logger: boundText(lc.res, p.Logger, 256), Text: boundText(lc.res, logText(p.Data), maxServerLogText)}
 		now := time.Now()
 		l := &lc.logs
+		if s.ending() {
+			return // on its way out: not worth m.mu
+		}
 		m.mu.Lock()
 		if s.ending() {
 			m.mu.Unlock()
