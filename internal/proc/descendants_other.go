@@ -16,6 +16,9 @@ func alive(Identity) bool { return false }
 // findDescendants finds nothing.
 func findDescendants(Identity, string) []Identity { return nil }
 
+// procSnapshot is empty: there is no /proc to see.
+type procSnapshot struct{}
+
 // enqueue answers qs at once: nothing descends from anything.
 func enqueue(qs ...*descQuery) {
 	for _, q := range qs {

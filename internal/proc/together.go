@@ -15,12 +15,16 @@ import (
 var gatherWait = 50 * time.Millisecond
 
 // descQuery is one search for the descendants of root, waiting for a
-// pass over /proc.
+// pass over /proc. base, if set, is the snapshot of an earlier search
+// for root made before root exited and was waited for (see
+// [answerSince]); snap is the snapshot of the pass that answered, for a
+// later search to start from.
 type descQuery struct {
-	root   Identity
-	marker string
-	out    []Identity
-	done   chan struct{}
+	root       Identity
+	marker     string
+	base, snap *procSnapshot
+	out        []Identity
+	done       chan struct{}
 }
 
 // teardown is a set of processes torn down at once, whose searches for
@@ -66,15 +70,22 @@ func Together(ps []*Process) (release func()) {
 }
 
 // search returns the descendants of p as [findDescendants] finds them,
-// sharing a pass with the other members of p's teardown, if any.
-func (p *Process) search() []Identity {
+// sharing a pass with the other members of p's teardown, if any, and the
+// snapshot of that pass. With base, the snapshot of an earlier search,
+// it looks at what changed since only: p must have exited and been
+// waited for since that search.
+func (p *Process) search(base *procSnapshot) ([]Identity, *procSnapshot) {
+	q := &descQuery{root: p.id, marker: p.marker, base: base, done: make(chan struct{})}
 	p.mu.Lock()
 	t := p.together
 	p.mu.Unlock()
 	if t == nil {
-		return findDescendants(p.id, p.marker)
+		enqueue(q)
+		<-q.done
+	} else {
+		t.find(q)
 	}
-	return t.find(&descQuery{root: p.id, marker: p.marker, done: make(chan struct{})})
+	return q.out, q.snap
 }
 
 // finished records that p's termination is over: the other members of its
@@ -89,8 +100,8 @@ func (p *Process) finished() {
 	}
 }
 
-// find queues q with the other members' searches and returns its answer.
-func (t *teardown) find(q *descQuery) []Identity {
+// find queues q with the other members' searches and waits for its answer.
+func (t *teardown) find(q *descQuery) {
 	t.mu.Lock()
 	if t.released {
 		t.mu.Unlock()
@@ -113,7 +124,6 @@ func (t *teardown) find(q *descQuery) []Identity {
 		t.mu.Unlock()
 	}
 	<-q.done
-	return q.out
 }
 
 // leave drops one member whose termination finished, and starts the

@@ -3,9 +3,11 @@ package proc
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -129,5 +131,48 @@ func TestTogetherRelease(t *testing.T) {
 		if err := exitedWithin(id, 10*time.Second); err != nil {
 			t.Errorf("escaped process %v survived its teardown: %v", id, err)
 		}
+	}
+}
+
+// A search that starts from the snapshot of one made before the server
+// exited finds what carries the server's marker and started since, left
+// the server's tree, or was new then, and nothing unmarked.
+func TestSearchSinceSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	fifo := dir + "/fifo"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// On "go" the server leaves a reparented process that waits to open
+	// the FIFO (it runs no program, so its environment stays readable).
+	script := `read go; ( read x <"$1" >/dev/null 2>&1 & echo $! ); echo done; exec cat >/dev/null`
+	p, err := Start("sh", []string{"-c", script, "sh", fifo}, os.Environ(), dir, &Options{StdinGrace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Terminate() })
+	first, snap := p.search(nil)
+	if len(first) != 0 || snap == nil {
+		t.Fatalf("first search = %v, %v; want nothing and a snapshot", first, snap)
+	}
+	out := bufio.NewReader(p.Stdout())
+	if _, err := p.stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	late := readPid(t, out)
+	if line, err := out.ReadString('\n'); line != "done\n" {
+		t.Fatalf("read %q, %v; want done", line, err)
+	}
+	unmarked := exec.Command("sleep", "1000")
+	if err := unmarked.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unmarked.Process.Kill(); unmarked.Wait() })
+	p.stdin.Close()
+	<-p.Exited()
+
+	got, _ := p.search(snap)
+	if !slices.Equal(got, []Identity{late}) {
+		t.Errorf("search since the snapshot = %v, want %v alone", got, late)
 	}
 }
