@@ -20,6 +20,9 @@ import (
 // whose environment carries the server's instance marker, which finds
 // those already reparented once their parent exited.
 
+// searchesProc reports that teardown searches /proc for descendants.
+const searchesProc = true
+
 // instanceEnv names the environment variable that marks every process
 // started for one server: the child gets it, with a value unique to the
 // server's process, and its descendants inherit it.

@@ -7,6 +7,9 @@ package proc
 // processes that left it (by setsid, or a daemonising double fork), so
 // they survive the teardown.
 
+// searchesProc reports that teardown does not search for descendants.
+const searchesProc = false
+
 // newInstanceMarker returns "": no process is marked.
 func newInstanceMarker() string { return "" }
 
