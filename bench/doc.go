@@ -1,5 +1,6 @@
 // Package bench measures what recording costs: the bare go-sdk client
-// (pinned to protocol 2025-11-25) against mcplife with the memory store
+// (offering the protocol version mcplife offers by default, 2026-07-28, or
+// the one -protocol names) against mcplife with the memory store
 // and with the SQLite store at both durability levels, on the same fixture
 // servers, in one process and one run, interleaved round by round so that
 // a machine shared with other work disturbs every side alike. Each

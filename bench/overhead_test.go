@@ -54,10 +54,14 @@ type side struct {
 // that matters.
 var sidesFlag = flag.String("sides", "", "comma-separated mcplife sides to run: memory, sqlite-normal, sqlite-full (default all)")
 
-// pinnedProtocol is the protocol version the bare client offers: every
-// ratio is to the go-sdk client at this version, whatever the manager's
-// default becomes.
-const pinnedProtocol = "2025-11-25"
+// protocolFlag is the protocol version both sides offer: the bare client
+// and every manager (the manager's default unless set), so that every
+// ratio is to the go-sdk client at the version mcplife speaks.
+var protocolFlag = flag.String("protocol", manager.DefaultProtocolVersion, "protocol version the bare client and the managers offer")
+
+// legacyProtocol is the version a server that knows only initialize is
+// connected at.
+const legacyProtocol = "2025-11-25"
 
 // sides returns the bare side and the mcplife sides (memory and SQLite at
 // both durability levels, or those -sides names), each mcplife side with
@@ -195,13 +199,18 @@ func configs(b *testing.B, n int, behaviours ...string) []events.ServerConfig {
 // bareStart connects and lists every server in parallel with bare go-sdk
 // clients, and returns the sessions (the caller closes them).
 func bareStart(b *testing.B, ctx context.Context, cfgs []events.ServerConfig) []*mcp.ClientSession {
+	return bareStartAt(b, ctx, cfgs, *protocolFlag)
+}
+
+// bareStartAt is bareStart with the bare clients offering version.
+func bareStartAt(b *testing.B, ctx context.Context, cfgs []events.ServerConfig, version string) []*mcp.ClientSession {
 	sessions := make([]*mcp.ClientSession, len(cfgs))
 	var wg sync.WaitGroup
 	for k, cfg := range cfgs {
 		wg.Go(func() {
 			c := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
 			cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(cfg.Command, cfg.Args...)},
-				&mcp.ClientSessionOptions{ProtocolVersion: pinnedProtocol})
+				&mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err != nil {
 				b.Error(err)
 				return
@@ -232,6 +241,9 @@ func closeAll(sessions []*mcp.ClientSession) {
 func newManager(b *testing.B, sd *side, opts manager.Options) *manager.Manager {
 	opts.Cwd = sd.cwd
 	opts.ToolCache = sd.cache
+	if opts.ProtocolVersion == "" {
+		opts.ProtocolVersion = *protocolFlag
+	}
 	m, err := manager.New(sd.j, journal.NewSessionID(), &opts)
 	if err != nil {
 		b.Fatal(err)
@@ -258,15 +270,34 @@ func BenchmarkStartupScale(b *testing.B) {
 	b.Run("N=200", func(b *testing.B) { benchStartup(b, 200, "tools=50") })
 }
 
+// BenchmarkStartupLegacyRecorded starts N = 1 and 20 servers that know
+// only initialize (2025-11-25): the bare client pinned to that version
+// against mcplife at its default, which the first round (not counted)
+// records the servers' era with, so that every counted connect sends
+// initialize at once, with no probe. Goal: mcplife/bare ≤ 1.05.
+func BenchmarkStartupLegacyRecorded(b *testing.B) {
+	for _, n := range []int{1, 20} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			benchStartupAt(b, n, legacyProtocol, "only=echo,add", "protocol="+legacyProtocol)
+		})
+	}
+}
+
 func benchStartup(b *testing.B, n int, behaviour string) {
+	benchStartupAt(b, n, *protocolFlag, behaviour)
+}
+
+// benchStartupAt is benchStartup with the bare clients offering
+// bareVersion.
+func benchStartupAt(b *testing.B, n int, bareVersion string, behaviours ...string) {
 	ctx := context.Background()
 	ss := sides(b)
-	cfgs := configs(b, n, behaviour)
+	cfgs := configs(b, n, behaviours...)
 	s := samples{}
 	run := func(sd *side) (time.Duration, func()) {
 		start := time.Now()
 		if sd.j == nil {
-			sessions := bareStart(b, ctx, cfgs)
+			sessions := bareStartAt(b, ctx, cfgs, bareVersion)
 			return time.Since(start), func() { closeAll(sessions) }
 		}
 		m := newManager(b, sd, manager.Options{Gate: time.Minute})

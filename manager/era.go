@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -202,10 +203,16 @@ func (ec *eraConnect) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			ec.mu.Unlock()
 			return res, err
 		case method == methodInitialize:
+			ec.mu.Lock()
+			derr := ec.discoverErr
+			ec.mu.Unlock()
+			if errors.Is(derr, io.EOF) || errors.Is(derr, mcp.ErrConnectionClosed) {
+				// The probe found the connection gone (a server that
+				// exited): its error says why, an initialize on the closed
+				// connection would not.
+				return nil, derr
+			}
 			if ec.strict {
-				ec.mu.Lock()
-				derr := ec.discoverErr
-				ec.mu.Unlock()
 				if derr == nil {
 					derr = errors.New("server/discover was not answered")
 				}

@@ -41,13 +41,13 @@ const (
 	// sets no toolTimeoutMs.
 	defaultToolTimeout = 60 * time.Second
 	// DefaultProtocolVersion is the MCP protocol version offered to
-	// servers. It is 2025-11-25 rather than the go-sdk's newest
-	// (2026-07-28): under the newest every request carries the SEP-2575
-	// _meta triple, which costs every call, servers that predate it reject
-	// server/discover and cost a fallback round trip, and the client's
-	// keep-alive does not run under it. A config's ProtocolVersion pins
-	// another version per server.
-	DefaultProtocolVersion = "2025-11-25"
+	// servers: the current revision, 2026-07-28 (stateless: server/discover
+	// instead of initialize). A server that knows only the initialize
+	// handshake is probed once, recorded as legacy (ServerEraDetected) and
+	// connected at 2025-11-25 from then on with no probe; an sse server is
+	// always legacy. A config's protocolVersion pins another version per
+	// server, and its era (auto, modern, legacy) fixes the handshake.
+	DefaultProtocolVersion = modernProtocol
 	// maxInstructions is the length, in characters, at which a server's
 	// instructions are cut when exposed.
 	maxInstructions = 4000

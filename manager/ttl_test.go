@@ -20,6 +20,7 @@ import (
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/oauth"
+	"github.com/mcplife/mcplife/projector"
 	"github.com/mcplife/mcplife/store"
 	"github.com/mcplife/mcplife/store/memory"
 )
@@ -561,6 +562,83 @@ func TestPrivateListFollowsItsAuthorization(t *testing.T) {
 			if strings.Contains(string(env.Data), tok) || strings.Contains(string(env.Data), `"`+user) {
 				t.Errorf("%s records %s's token or subject", env.Type, user)
 			}
+		}
+	}
+}
+
+// A warm start with EagerCache while the server's era record and tool list
+// are fresh: every tool is there when ConnectServers returns, before the
+// connect has sent anything (its dial is held until then), and the connect
+// that follows sends neither server/discover (answered from the record)
+// nor tools/list (the fresh list stands for it): only the listen stream.
+func TestWarmStartFreshSendsNothingBeforeTheGate(t *testing.T) {
+	ts := newTTLServer(t, nil)
+	var (
+		mu   sync.Mutex
+		sent []string
+	)
+	ts.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if !strings.HasPrefix(method, "notifications/") {
+				mu.Lock()
+				sent = append(sent, method)
+				mu.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	j := hostJournal(t, memory.New(), "hostA")
+	m1, _ := ttlManager(t, j, "s1", ts, modernProtocol, nil)
+	m1.Close(context.Background())
+	taken := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := sent
+		sent = nil
+		return out
+	}
+	taken()
+
+	release, dialled := make(chan struct{}), make(chan struct{})
+	m, err := manager.New(j, "s2", &manager.Options{
+		Gate: time.Minute, EagerCache: true, Cwd: t.TempDir(), ProtocolVersion: modernProtocol,
+		Health: manager.HealthOptions{Interval: -1},
+		Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
+			<-release
+			defer close(dialled)
+			return ts.dial(ctx, cfg)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	updates, err := m.Watch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.ConnectServers(t.Context(), []events.ServerConfig{ttlConfig}, nil)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	if got, want := toolNamesOf(m), []string{"mcp_ttl_alpha", "mcp_ttl_beta"}; !cmp.Equal(got, want) {
+		t.Errorf("tools when the gate returned %v, want %v", got, want)
+	}
+	if early := taken(); len(early) > 0 {
+		t.Errorf("requests before the gate returned: %v, want none", early)
+	}
+	close(release)
+	<-dialled
+	for m.Status("ttl") != projector.StatusConnected {
+		select {
+		case <-updates:
+		case <-t.Context().Done():
+			t.Fatalf("never connected: %s", m.Status("ttl"))
+		}
+	}
+	for _, method := range taken() {
+		if method != "subscriptions/listen" {
+			t.Errorf("the warm connect sent %s; want only the listen stream", method)
 		}
 	}
 }

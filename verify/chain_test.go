@@ -94,7 +94,7 @@ func tamperBackends() []tamperBackend {
 			},
 			payload: func(json string) string { return "CAST('" + json + "' AS BLOB)" },
 			blob:    func(b []byte) string { return fmt.Sprintf("X'%x'", b) },
-			head:    "UPDATE chain_head SET hash = %s",
+			head:    "UPDATE streams SET last_hash = %s WHERE last_seq = (SELECT MAX(last_seq) FROM streams)",
 		},
 		{
 			name: "postgres",

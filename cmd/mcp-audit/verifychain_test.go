@@ -117,7 +117,7 @@ func TestVerifyChain(t *testing.T) {
 // it, has no chain to check: an input error saying so.
 func TestVerifyChainOlderFile(t *testing.T) {
 	path, _ := twoSessions(t)
-	rawSQLite(t, path, `DROP TABLE chain_head`, `ALTER TABLE events DROP COLUMN hash`, `PRAGMA user_version = 4`)
+	rawSQLite(t, path, `ALTER TABLE streams DROP COLUMN last_hash`, `ALTER TABLE events DROP COLUMN hash`, `PRAGMA user_version = 4`)
 	code, _, errOut := runCmd(t, "--db", path, "verify", "--chain")
 	if code != 2 || !strings.Contains(errOut, "predates the hash chain") || !strings.Contains(errOut, "read-write") {
 		t.Fatalf("exit %d, want 2 with the reason: %s", code, errOut)

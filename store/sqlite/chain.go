@@ -21,14 +21,20 @@ var _ store.ChainReader = (*DB)(nil)
 // column of events and the chain_head table.
 const chainVersion = 5
 
+// headVersion is the schema version that moved the chain head from
+// chain_head into streams (last_hash).
+const headVersion = 7
+
 // The hash chain (see package store for its definition). Each append
 // computes its events' chain values in the writer, under the write lock
 // that numbers them: the value it follows is that of the event at the
 // highest seq, read in the same transaction as that seq. The writer keeps
 // the seq and value of the last event it committed (DB.tail), so it reads
 // the stored value back only when the log no longer ends there, another
-// process having appended since. Each group transaction then records its
-// last event as the chain head.
+// process having appended since. Each append records its last event's
+// value in its stream's row with its seq (last_hash beside last_seq), in
+// the statement that updates that row anyway: the chain head is the row
+// with the highest last_seq.
 
 // chainTail is an event's seq and chain value; the zero value stands for
 // the empty log, whose next event follows a zero value.
@@ -43,23 +49,44 @@ type chainTail struct {
 // hashing (about an eighth of a 1,000-row append's time in the writer)
 // overlaps SQLite's work on the statements before; a smaller one has them
 // computed in place. The rows must not change until done has returned.
+//
+// The writer keeps one rowChain (DB.chain) from one append to the next:
+// the values go into the same buffer each time, each already boxed as the
+// driver argument insert binds, so that an append allocates nothing per
+// row for its chain values.
 type rowChain struct {
-	hashes [][]byte // hashes[i] is the chain value of the append's row i
-	ready  chan int // rows computed so far, after each statement's; closed after the last
-	n      int      // rows known to be computed
-	last   [store.ChainHashSize]byte
+	vals  []any    // vals[i] is row i's chain value, a []byte into buf
+	buf   []byte   // the values, ChainHashSize bytes each
+	ready chan int // rows computed so far, after each statement's
+	n     int      // rows known to be computed
+	total int      // rows of the append
+	last  [store.ChainHashSize]byte
 }
 
-// chainRows starts computing the chain values of out, stored envelopes with
-// consecutive seqs following the event whose chain value is prev.
-func chainRows(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain {
-	c := &rowChain{hashes: make([][]byte, len(out))}
-	buf := make([]byte, store.ChainHashSize*len(out))
+// keptChainRows is the most rows whose buffer the writer keeps for the
+// next append; a larger append has buffers of its own.
+const keptChainRows = 4 * largeGroup
+
+// start starts computing the chain values of out, stored envelopes with
+// consecutive seqs following the event whose chain value is prev. The
+// previous append's values must be done.
+func (c *rowChain) start(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain {
+	if len(out) > keptChainRows {
+		c = &rowChain{}
+	}
+	if len(c.vals) < len(out) {
+		c.buf = make([]byte, store.ChainHashSize*len(out))
+		c.vals = make([]any, len(out))
+		for i := range c.vals {
+			c.vals[i] = c.buf[i*store.ChainHashSize : (i+1)*store.ChainHashSize : (i+1)*store.ChainHashSize]
+		}
+	}
+	c.n, c.total = 0, len(out)
+	buf := c.buf
 	compute := func(from, to int) {
 		for i := from; i < to; i++ {
 			prev = store.ChainHash(prev, out[i])
-			c.hashes[i] = buf[i*store.ChainHashSize : (i+1)*store.ChainHashSize : (i+1)*store.ChainHashSize]
-			copy(c.hashes[i], prev[:])
+			copy(buf[i*store.ChainHashSize:], prev[:])
 		}
 	}
 	if len(out) <= largeGroup || runtime.GOMAXPROCS(0) < 2 {
@@ -67,7 +94,11 @@ func chainRows(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain 
 		c.n, c.last = len(out), prev
 		return c
 	}
-	c.ready = make(chan int, len(out)/largeGroup+2*largeGroup/smallGroup)
+	if c.ready == nil {
+		// Sends block once it is full, until insert has taken the
+		// values: the goroutine never runs more than that ahead.
+		c.ready = make(chan int, 2*largeGroup/smallGroup)
+	}
 	go func() {
 		for i := 0; i < len(out); {
 			next := i + statementRows(len(out)-i)
@@ -78,7 +109,6 @@ func chainRows(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain 
 			c.ready <- next
 			i = next
 		}
-		close(c.ready)
 	}()
 	return c
 }
@@ -92,11 +122,7 @@ func (c *rowChain) wait(n int) {
 
 // done waits until every value is computed and returns the last.
 func (c *rowChain) done() [store.ChainHashSize]byte {
-	if c.ready != nil {
-		for n := range c.ready {
-			c.n = n
-		}
-	}
+	c.wait(c.total)
 	return c.last
 }
 
@@ -105,15 +131,6 @@ func (c *rowChain) done() [store.ChainHashSize]byte {
 func toHash(b []byte) (h [store.ChainHashSize]byte) {
 	copy(h[:], b)
 	return h
-}
-
-// writeHead records seq and hash as the chain head. Requires the writer,
-// in a transaction.
-func (db *DB) writeHead(ctx context.Context, seq uint64, hash [store.ChainHashSize]byte) error {
-	if err := db.exec(ctx, db.wstmts.writeHead, int64(seq), hash[:]); err != nil {
-		return fmt.Errorf("write chain head: %w", mapErr(err))
-	}
-	return nil
 }
 
 // chainHistory chains the events stored before the hash chain existed, in
@@ -242,8 +259,9 @@ func (db *DB) chainPage(ctx context.Context, from uint64) ([]store.ChainedEvent,
 }
 
 // ChainHead implements [store.ChainReader]: the seq and chain value that
-// the last append recorded in chain_head. It returns an error for a file
-// whose schema predates the chain (opened read-only).
+// the last append recorded, in its stream's row (in chain_head before
+// headVersion). It returns an error for a file whose schema predates the
+// chain (opened read-only).
 func (db *DB) ChainHead(ctx context.Context) (store.ChainHead, error) {
 	const op = "read chain head"
 	if db.onDisk < chainVersion {

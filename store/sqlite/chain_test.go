@@ -102,6 +102,79 @@ func TestMigrationChainsHistory(t *testing.T) {
 	}
 }
 
+// version6File returns the path of a file as schema version 6 left it,
+// the chain head in a table of its own: streams "a" and "b" written in
+// turns, 6 events, the last of "a".
+func version6File(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "events.db")
+	db := mustOpen(t, path, nil)
+	for _, a := range []struct {
+		stream string
+		n      int
+	}{{"a", 3}, {"b", 2}, {"a", 1}} {
+		appendN(t, db, a.stream, a.n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawOpen(t, path)
+	for _, q := range []string{
+		`CREATE TABLE chain_head (one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, hash BLOB NOT NULL)`,
+		`INSERT INTO chain_head (one, seq, hash) SELECT 1, seq, hash FROM events ORDER BY seq DESC LIMIT 1`,
+		`ALTER TABLE streams DROP COLUMN last_hash`,
+		`PRAGMA user_version = 6`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The migration that moves the chain head into streams keeps it: a file
+// of version 6 verifies read-only as it is, and read-write after the
+// migration, with the same head, which appends then move on; a log that
+// was cut short at its end before the migration still shows it after.
+func TestMigrationMovesChainHead(t *testing.T) {
+	path := version6File(t)
+	ro := mustOpen(t, path, &sqlite.Options{ReadOnly: true})
+	before, err := verify.CheckChain(t.Context(), ro, nil)
+	if err != nil || !before.OK() || before.Events != 6 || before.HeadSeq != 6 || before.HeadHash == "" {
+		t.Fatalf("chain of a version 6 file read-only: %+v, %v; want 6 events intact", before, err)
+	}
+	ro.Close()
+
+	db := mustOpen(t, path, nil)
+	rep, err := verify.CheckChain(t.Context(), db, nil)
+	if err != nil || !rep.OK() || rep.HeadSeq != 6 || rep.HeadHash != before.HeadHash {
+		t.Fatalf("chain after the migration: %+v, %v; want the head of before, %+v", rep, err, before)
+	}
+	raw := rawOpen(t, path)
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'chain_head'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("chain_head after the migration: %d tables, %v; want none", n, err)
+	}
+	appendN(t, db, "b", 2)
+	rep, err = verify.CheckChain(t.Context(), db, nil)
+	if err != nil || !rep.OK() || rep.Events != 8 || rep.HeadSeq != 8 {
+		t.Fatalf("chain after appending to the migrated file: %+v, %v", rep, err)
+	}
+	checkChainValues(t, db, 8)
+
+	cut := version6File(t)
+	if _, err := rawOpen(t, cut).Exec(`DELETE FROM events WHERE seq = 6`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = verify.CheckChain(t.Context(), mustOpen(t, cut, nil), nil)
+	if err != nil || len(rep.Breaks) != 1 || rep.Breaks[0].Seq != 6 || rep.Breaks[0].Kind != verify.BreakRemoved {
+		t.Fatalf("chain of a file cut short before the migration: %+v, %v; want seq 6 removed", rep, err)
+	}
+}
+
 func collectAll(t *testing.T, st store.Store) []events.Envelope {
 	t.Helper()
 	var out []events.Envelope

@@ -43,12 +43,6 @@ func (db *DB) writeGroup(live []*groupcommit.Request) {
 				}
 			}
 		}
-		// The chain head: the group's last event written, if any.
-		if tail != db.tail {
-			if err := db.writeHead(bg, tail.seq, tail.hash); err != nil {
-				return err
-			}
-		}
 		if db.testHookInTx != nil {
 			return db.testHookInTx()
 		}
@@ -121,15 +115,16 @@ func (db *DB) appendRows(ctx context.Context, stream string, expected int64, env
 		e.Time = e.Time.UTC()
 		out[i] = e
 	}
-	chain := chainRows(prev, out)
+	chain := db.chain.start(prev, out)
 	err = db.insert(ctx, out, chain)
 	lastHash := chain.done()
 	if err != nil {
 		return nil, err
 	}
+	// The stream's row, with the chain head: this append's last event.
 	first, end := out[0], out[len(out)-1]
 	if err := db.exec(ctx, db.wstmts.upsertStream, stream, int64(end.Version),
-		int64(first.Seq), int64(end.Seq), first.Time.UnixNano(), end.Time.UnixNano()); err != nil {
+		int64(first.Seq), int64(end.Seq), first.Time.UnixNano(), end.Time.UnixNano(), lastHash[:]); err != nil {
 		return nil, fmt.Errorf("update stream: %w", mapErr(err))
 	}
 	*tail = chainTail{seq: end.Seq, hash: lastHash}

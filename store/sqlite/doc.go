@@ -20,14 +20,15 @@
 // written by a newer version is refused with [store.ErrNewerSchema] and left
 // untouched. Tables: events (one row per envelope, seq as rowid, time as
 // Unix nanoseconds, hash its chain value), streams (one summary row per
-// stream), chain_head (the last event's seq and chain value), snapshots
-// and store_identity.
+// stream, with its last event's chain value: the row with the highest
+// last_seq holds the chain head), snapshots and store_identity.
 //
 // Every event carries its chain value (see package store for the
 // definition), computed by the writer under the write lock that numbers
 // the events, from the stored value of the event at the highest seq, and
-// written in the same transaction; so is the chain head. The migration
-// that added the chain chained the events stored before it, in seq order.
+// written in the same transaction; so is the chain head, by the statement
+// that updates the stream's row. The migration that added the chain
+// chained the events stored before it, in seq order.
 // [DB.ReadChain] and [DB.ChainHead] read it back for verification.
 //
 // Example:

@@ -64,7 +64,10 @@ func (s *statements) prepareReads(ctx context.Context, r preparer, v int) error 
 	}
 	if v >= chainVersion {
 		qs[&s.readChain] = `SELECT ` + eventColumns + `, hash FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`
-		qs[&s.chainHead] = `SELECT seq, hash FROM chain_head WHERE one = 1`
+		qs[&s.chainHead] = `SELECT last_seq, last_hash FROM streams ORDER BY last_seq DESC LIMIT 1`
+		if v < headVersion {
+			qs[&s.chainHead] = `SELECT seq, hash FROM chain_head WHERE one = 1`
+		}
 	}
 	return prepare(ctx, r, qs)
 }

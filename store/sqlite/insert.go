@@ -41,15 +41,14 @@ func insertEvents(n int) string {
 type writerStmts struct {
 	insertOne, insertSmall, insertLarge driver.Stmt // 1, smallGroup and largeGroup rows
 	positions                           driver.Stmt // a stream's version and the last seq
-	upsertStream                        driver.Stmt
-	writeHead                           driver.Stmt // the chain head
+	upsertStream                        driver.Stmt // with the chain head
 
 	args []driver.NamedValue
 	dest [2]driver.Value
 }
 
 func (w *writerStmts) all() []*driver.Stmt {
-	return []*driver.Stmt{&w.insertOne, &w.insertSmall, &w.insertLarge, &w.positions, &w.upsertStream, &w.writeHead}
+	return []*driver.Stmt{&w.insertOne, &w.insertSmall, &w.insertLarge, &w.positions, &w.upsertStream}
 }
 
 // prepare prepares w's statements on conn, the writer connection.
@@ -59,11 +58,9 @@ func (w *writerStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		&w.insertSmall: insertEvents(smallGroup),
 		&w.insertLarge: insertEvents(largeGroup),
 		&w.positions:   `SELECT (SELECT version FROM streams WHERE stream = ?), (SELECT COALESCE(MAX(seq), 0) FROM events)`,
-		&w.upsertStream: `INSERT INTO streams (stream, version, first_seq, last_seq, created, updated)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-			ON CONFLICT (stream) DO UPDATE SET version = ?2, last_seq = ?4, updated = ?6`,
-		&w.writeHead: `INSERT INTO chain_head (one, seq, hash) VALUES (1, ?1, ?2)
-			ON CONFLICT (one) DO UPDATE SET seq = ?1, hash = ?2`,
+		&w.upsertStream: `INSERT INTO streams (stream, version, first_seq, last_seq, created, updated, last_hash)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+			ON CONFLICT (stream) DO UPDATE SET version = ?2, last_seq = ?4, updated = ?6, last_hash = ?7`,
 	}
 	return conn.Raw(func(dc any) error {
 		pc, ok := dc.(driver.ConnPrepareContext)
@@ -150,15 +147,17 @@ func (db *DB) positions(ctx context.Context, stream string) (version, last int64
 
 // statementRows returns how many of n rows still to insert the next
 // statement takes: rows go in groups of largeGroup and smallGroup, the
-// rest one by one.
+// rest one by one, and the rest first, so that the first statements of a
+// large append, which wait for their chain values, are the ones that need
+// the fewest (see rowChain).
 func statementRows(n int) int {
 	switch {
-	case n >= largeGroup:
-		return largeGroup
-	case n >= smallGroup:
+	case n%smallGroup != 0:
+		return 1
+	case n%largeGroup != 0:
 		return smallGroup
 	}
-	return 1
+	return largeGroup
 }
 
 // insert inserts es, each with its chain value from chain, into events in
@@ -212,7 +211,7 @@ func (db *DB) insert(ctx context.Context, es []events.Envelope, chain *rowChain)
 				row[7].Value = str(3, e.CorrelationID)
 				row[8].Value = str(4, e.Host)
 				row[9].Value = data
-				row[10].Value = chain.hashes[done+i]
+				row[10].Value = chain.vals[done+i]
 			}
 			if err := queryRows(ctx, st, args, nil); err != nil {
 				return fmt.Errorf("insert seq %d-%d: %w", es[done].Seq, es[done+rows-1].Seq, mapErr(err))

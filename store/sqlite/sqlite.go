@@ -164,6 +164,9 @@ type DB struct {
 	// tail is the last event the writer committed, used and set only by
 	// writeGroup (see chainTail).
 	tail chainTail
+	// chain is the buffer of the chain values of the append being
+	// written, used only by the writer (see rowChain).
+	chain rowChain
 
 	groupTxs atomic.Int64 // group transactions begun, for tests
 

@@ -172,7 +172,7 @@ func version1File(t *testing.T) string {
 	}
 	raw := rawOpen(t, path)
 	defer raw.Close()
-	for _, q := range []string{"DROP TABLE transcripts", "DROP TABLE chain_head", "ALTER TABLE events DROP COLUMN hash", "DROP INDEX events_type", "ALTER TABLE events DROP COLUMN host", "DROP TABLE store_identity", "PRAGMA user_version = 1"} {
+	for _, q := range []string{"DROP TABLE transcripts", "ALTER TABLE streams DROP COLUMN last_hash", "ALTER TABLE events DROP COLUMN hash", "DROP INDEX events_type", "ALTER TABLE events DROP COLUMN host", "DROP TABLE store_identity", "PRAGMA user_version = 1"} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -200,8 +200,8 @@ func TestOpenMigratesVersion1(t *testing.T) {
 	if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_type'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("index events_type: count %d, %v", n, err)
 	}
-	if v := pragma(t, raw, "user_version"); v != "6" {
-		t.Errorf("user_version = %s, want 6", v)
+	if v := pragma(t, raw, "user_version"); v != "7" {
+		t.Errorf("user_version = %s, want 7", v)
 	}
 	if len(got) != 3 {
 		t.Errorf("ReadType after the migration: seqs %v, want 3 events", got)
@@ -217,8 +217,8 @@ func TestOpenSetsWALAndMigrates(t *testing.T) {
 	if mode := pragma(t, raw, "journal_mode"); mode != "wal" {
 		t.Errorf("journal_mode = %q, want wal", mode)
 	}
-	if v := pragma(t, raw, "user_version"); v != "6" {
-		t.Errorf("user_version = %s, want 6", v)
+	if v := pragma(t, raw, "user_version"); v != "7" {
+		t.Errorf("user_version = %s, want 7", v)
 	}
 	for _, table := range []string{"events", "streams", "snapshots"} {
 		var n int

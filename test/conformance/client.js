@@ -43,7 +43,8 @@ if (process.argv[2] === 'follow') {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'conf-'));
 const env = { ...process.env, XDG_CONFIG_HOME: path.join(dir, 'config') };
 const server = { type: 'http', url };
-if (version) server.protocolVersion = version;
+// CONF_PIN=none leaves the version to mcp-audit's default.
+if (version && process.env.CONF_PIN !== 'none') server.protocolVersion = version;
 if (auth) {
   // The Client ID Metadata Document URL is the one the suite's
   // authorization server expects where it supports such documents.

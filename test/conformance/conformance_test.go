@@ -222,14 +222,21 @@ func verdict(t *testing.T, out, exits, scenario string) (string, string) {
 	return strings.Join(bad, "\n"), output
 }
 
-// hosts are the two ways a host logs in that the sets run under: `auth
+// hosts are the ways of running mcp-audit that the sets run under: `auth
 // login` before `run --once --login` (its subtests are named by set and
-// scenario), and `run --once --login` alone, which has to log in when the
+// scenario); `run --once --login` alone, which has to log in when the
 // server first answers 401 (named set/run-login/scenario; only the auth/*
-// scenarios, the others being the same run).
-var hosts = []struct{ name, env string }{
-	{"", "CONF_LOGIN=auth"},
-	{"run-login", "CONF_LOGIN=run"},
+// scenarios, the others being the same run); and `run --once --login`
+// with no protocolVersion in the config, at mcplife's default (named
+// set/default/scenario; every scenario).
+var hosts = []struct {
+	name string
+	env  []string
+	all  bool // every scenario is its own run, not only the auth/* ones
+}{
+	{"", []string{"CONF_LOGIN=auth"}, true},
+	{"run-login", []string{"CONF_LOGIN=run"}, false},
+	{"default", []string{"CONF_LOGIN=run", "CONF_PIN=none"}, true},
 }
 
 // backcompat are client scenarios of the suite that neither set runs,
@@ -260,9 +267,9 @@ func TestClientRequirements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	suiteCmd := func(t *testing.T, exits string, env string, args ...string) *exec.Cmd {
+	suiteCmd := func(t *testing.T, exits string, env []string, args ...string) *exec.Cmd {
 		cmd := exec.Command(node, append([]string{suite, "client", "--command", node + " " + client}, args...)...)
-		cmd.Env = append(os.Environ(), "MCP_AUDIT="+bin, "CONF_STEPS="+string(plan), "CONF_EXIT_DIR="+exits, "HOME="+t.TempDir(), env)
+		cmd.Env = append(append(os.Environ(), "MCP_AUDIT="+bin, "CONF_STEPS="+string(plan), "CONF_EXIT_DIR="+exits, "HOME="+t.TempDir()), env...)
 		return cmd
 	}
 	seen, ran := map[string]bool{}, map[string]bool{} // knownFailures keys and sets run
@@ -282,7 +289,7 @@ func TestClientRequirements(t *testing.T) {
 				passed := 0
 				for _, name := range slices.Concat(scored, unscored) {
 					isScored := slices.Contains(scored, name)
-					if host.name != "" && !strings.HasPrefix(name, "auth/") {
+					if !host.all && !strings.HasPrefix(name, "auth/") {
 						// The same run as the first host's.
 						if isScored && first[name] == "" {
 							passed++
@@ -338,10 +345,8 @@ func TestClientRequirements(t *testing.T) {
 						}
 					})
 				}
-				how := "auth login, then run --login"
-				if host.name != "" {
-					how = "run --login alone"
-				}
+				how := map[string]string{"": "auth login, then run --login", "run-login": "run --login alone",
+					"default": "run --login alone, at mcp-audit's default version"}[host.name]
 				t.Logf("%s (%s): %d/%d required client scenarios pass", set, how, passed, len(scored))
 			}
 		})
@@ -354,7 +359,7 @@ func TestClientRequirements(t *testing.T) {
 	}
 	for _, name := range backcompat {
 		t.Run("backcompat/"+name, func(t *testing.T) {
-			out, err := suiteCmd(t, t.TempDir(), "CONF_LOGIN=auth", "--scenario", name).CombinedOutput()
+			out, err := suiteCmd(t, t.TempDir(), []string{"CONF_LOGIN=auth"}, "--scenario", name).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "OVERALL: PASSED") {
 				t.Errorf("scenario %s: %v\n%s", name, err, out)
 			}

@@ -75,7 +75,7 @@ func TestExitsRightAfterInitialize(t *testing.T) {
 		return slices.Contains(e.Types("brief"), events.TypeReconnectGaveUp)
 	})
 	types := e.Types("brief")
-	if !slices.Equal(types[:3], []string{events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected}) || types[len(types)-1] != events.TypeReconnectGaveUp {
+	if !slices.Equal(types[:4], []string{events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerEraDetected, events.TypeServerConnected}) || types[len(types)-1] != events.TypeReconnectGaveUp {
 		t.Fatalf("brief events %v", types)
 	}
 	var first *events.Disconnected
@@ -161,7 +161,7 @@ func TestHangsInToolsList(t *testing.T) {
 	if err == nil || err.Error() != `Listing tools of MCP server "stuck" timed out after 3000ms` {
 		t.Fatalf("error %v", err)
 	}
-	wantTypes(t, "stuck", e.Types("stuck"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected, events.TypeToolsListFailed)
+	wantTypes(t, "stuck", e.Types("stuck"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerEraDetected, events.TypeServerConnected, events.TypeToolsListFailed)
 	for _, tl := range e.Manager.Tools() {
 		if tl.Server == "stuck" {
 			t.Fatalf("stuck exposes %s", tl.Name)
@@ -183,7 +183,7 @@ func TestGarbageOnStdout(t *testing.T) {
 			if err := res.Errors["noisy"]; err != nil {
 				t.Fatalf("noisy failed: %v; events %v", err, e.Types("noisy"))
 			}
-			wantTypes(t, "noisy", e.Types("noisy"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerConnected, events.TypeToolsListed)
+			wantTypes(t, "noisy", e.Types("noisy"), events.TypeServerDiscovered, events.TypeConnectStarted, events.TypeServerEraDetected, events.TypeServerConnected, events.TypeToolsListed)
 			r, err := e.tool("mcp_noisy_echo").Call(ctx, map[string]any{"text": "heard"})
 			if err != nil || r.Result.IsError || r.Text() != "heard" {
 				t.Fatalf("noisy echo: %+v %v", r, err)
