@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/proc"
 )
 
 // DisconnectServer tears the named server down: it stops a
@@ -121,6 +122,19 @@ func (m *Manager) disconnect(ctx context.Context, names []string, reason events.
 		if s := m.servers[name]; s != nil {
 			targets = append(targets, s)
 		}
+	}
+	// The processes of the connected stdio servers look for the
+	// descendants that left their groups together: one pass over /proc
+	// for all of them before their stdin closes and one once they exited,
+	// rather than a few for each.
+	var procs []*proc.Process
+	for _, s := range targets {
+		if s.conn != nil && s.conn.proc != nil {
+			procs = append(procs, s.conn.proc)
+		}
+	}
+	if len(procs) > 1 {
+		defer proc.Together(procs)()
 	}
 	b := newStopBatch(m, correlation, len(targets))
 	replies := make([]chan error, len(targets))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -18,6 +19,9 @@ import (
 // environment while their parent lives; and every process of this user
 // whose environment carries the server's instance marker, which finds
 // those already reparented once their parent exited.
+
+// searchesProc reports that teardown searches /proc for descendants.
+const searchesProc = true
 
 // instanceEnv names the environment variable that marks every process
 // started for one server: the child gets it, with a value unique to the
@@ -127,28 +131,28 @@ func Descendants(pid int) []Identity {
 // that descend from root by their parent links now, or whose environment
 // holds the entry marker (of processes of this user only). Only processes
 // started no earlier than root are looked at: a descendant cannot be
-// older. It returns nil when /proc cannot be read. Concurrent calls share passes over /proc: a call
-// that comes while a pass runs joins the next one, so twenty servers torn
-// down at once read /proc a few times rather than twenty.
+// older. It returns nil when /proc cannot be read. Concurrent calls
+// share passes over /proc: a call that comes while a pass runs joins the
+// next one (and the processes of a [Together] teardown wait for one
+// another to share one pass).
 func findDescendants(root Identity, marker string) []Identity {
 	q := &descQuery{root: root, marker: marker, done: make(chan struct{})}
+	enqueue(q)
+	<-q.done
+	return q.out
+}
+
+// enqueue queues qs for the next pass over /proc, all in the same one,
+// and starts the passes if none runs. Each query's done is closed once
+// it was answered.
+func enqueue(qs ...*descQuery) {
 	passes.mu.Lock()
-	passes.queue = append(passes.queue, q)
+	passes.queue = append(passes.queue, qs...)
 	if !passes.running {
 		passes.running = true
 		go runPasses()
 	}
 	passes.mu.Unlock()
-	<-q.done
-	return q.out
-}
-
-// descQuery is one findDescendants call waiting for a pass.
-type descQuery struct {
-	root   Identity
-	marker string
-	out    []Identity
-	done   chan struct{}
 }
 
 // passes is the queue of findDescendants calls for the next pass.
@@ -178,7 +182,9 @@ func runPasses() {
 // passStarted, when set (by tests), is called as each pass starts.
 var passStarted func(queries int)
 
-// answer runs one pass over /proc for every query of batch.
+// answer runs one pass over /proc for every query of batch: a full one
+// ([answerAll]), or, when every query has a snapshot of an earlier pass
+// to start from, one that looks at what changed since ([answerSince]).
 func answer(batch []*descQuery) {
 	if passStarted != nil {
 		passStarted(len(batch))
@@ -188,24 +194,60 @@ func answer(batch []*descQuery) {
 			close(q.done)
 		}
 	}()
-	markers := map[string]bool{}
 	for _, q := range batch {
+		if q.base == nil {
+			answerAll(batch)
+			return
+		}
+	}
+	answerSince(batch)
+}
+
+// procSnapshot is what a pass over /proc saw, for a later pass to look
+// again at what may have changed since: the processes it read, and those
+// of them that run and are new enough to descend from a root of its
+// batch.
+type procSnapshot struct {
+	seen  map[int]bool
+	newer []int
+}
+
+// answerAll reads the stat of every process, and the environment only of
+// those a query's marker may be in: processes of this user, started no
+// earlier than a root with a marker (an older one cannot descend from
+// it), and not the roots themselves (a child Start launched, whose own
+// marker is not looked for in it). Twenty servers torn down at once are
+// twenty roots younger than nearly every process on the machine, so a
+// pass reads few environments. Every query gets the pass's snapshot.
+func answerAll(batch []*descQuery) {
+	markers := map[string]bool{}
+	roots := make(map[int]uint64, len(batch)) // pid → start time
+	minStart := uint64(math.MaxUint64)        // of the roots with a marker
+	for _, q := range batch {
+		roots[q.root.Pid] = q.root.StartTime
 		if q.marker != "" {
 			markers[q.marker] = true
+			minStart = min(minStart, q.root.StartTime)
 		}
 	}
 	uid := uint32(os.Getuid())
-	type entry struct {
-		pid int
-		st  procStat
-	}
-	var all []entry
+	stats := map[int]procStat{}
+	children := map[int][]int{}         // ppid → pids, exited ones too
 	marked := map[int]map[string]bool{} // pid → the markers in its environment
+	snap := &procSnapshot{seen: map[int]bool{}}
 	err := eachProc(func(pid int, st procStat, e os.DirEntry) {
-		all = append(all, entry{pid, st})
-		if len(markers) == 0 || st.dead() {
+		stats[pid] = st
+		snap.seen[pid] = true
+		// An exited parent that was not yet waited for still links its
+		// children to the root.
+		children[st.ppid] = append(children[st.ppid], pid)
+		if len(markers) == 0 || st.dead() || st.start < minStart {
 			return
 		}
+		if isRoot(roots, pid, st) {
+			return
+		}
+		snap.newer = append(snap.newer, pid)
 		if info, err := e.Info(); err == nil {
 			if s, ok := info.Sys().(*syscall.Stat_t); ok && s.Uid == uid {
 				if found := envHolds(pid, markers); len(found) > 0 {
@@ -218,35 +260,123 @@ func answer(batch []*descQuery) {
 		return
 	}
 	for _, q := range batch {
+		q.snap = snap
 		root := q.root
-		var procs []Identity
-		children := map[int][]int{}
 		found := map[int]bool{}
-		for _, en := range all {
-			pid, st := en.pid, en.st
-			if pid == root.Pid || st.start < root.StartTime {
-				continue
-			}
-			// An exited parent that was not yet waited for still links
-			// its children to the root.
-			children[st.ppid] = append(children[st.ppid], pid)
-			if st.dead() {
-				continue
-			}
-			procs = append(procs, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
-			if q.marker != "" && marked[pid][q.marker] {
-				found[pid] = true
-			}
-		}
-		for next := children[root.Pid]; len(next) > 0; {
+		// Only processes started no earlier than the root are followed:
+		// a descendant cannot be older.
+		for next := slices.Clone(children[root.Pid]); len(next) > 0; {
 			pid := next[len(next)-1]
-			next = append(next[:len(next)-1], children[pid]...)
-			found[pid] = true
-		}
-		for _, p := range procs {
-			if found[p.Pid] {
-				q.out = append(q.out, p)
+			next = next[:len(next)-1]
+			if pid == root.Pid || found[pid] || stats[pid].start < root.StartTime {
+				continue
 			}
+			found[pid] = true
+			next = append(next, children[pid]...)
+		}
+		if q.marker != "" {
+			for pid, ms := range marked {
+				if ms[q.marker] && pid != root.Pid && stats[pid].start >= root.StartTime {
+					found[pid] = true
+				}
+			}
+		}
+		for _, pid := range slices.Sorted(maps.Keys(found)) {
+			if st := stats[pid]; !st.dead() {
+				q.out = append(q.out, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
+			}
+		}
+	}
+}
+
+// isRoot reports whether the process pid, of stat st, is one of roots
+// (pid → start time).
+func isRoot(roots map[int]uint64, pid int, st procStat) bool {
+	start, ok := roots[pid]
+	return ok && start == st.start
+}
+
+// answerSince answers queries whose root has exited and was waited for,
+// so that no parent link leads from it any more: each finds what carries
+// its marker, as a full pass would, but reads only the processes its
+// snapshot did not see (they started since, or were being created) and
+// those it saw that were new enough to descend from the root (one that
+// was in the middle of exec(2) showed no environment then). A process the
+// snapshot saw older than the root cannot descend from it, and one that
+// held the marker then was found then. (A pid the snapshot saw is not
+// handed to a new process in the moments between the two passes: Linux
+// hands pids out in turn, up to pid_max, before it reuses one.)
+func answerSince(batch []*descQuery) {
+	f, err := os.Open("/proc")
+	if err != nil {
+		return
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return
+	}
+	listed := make(map[int]os.DirEntry, len(entries))
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			listed[pid] = e
+		}
+	}
+	markers := map[string]bool{}
+	roots := make(map[int]uint64, len(batch)) // pid → start time
+	for _, q := range batch {
+		roots[q.root.Pid] = q.root.StartTime
+		if q.marker != "" {
+			markers[q.marker] = true
+		}
+	}
+	if len(markers) == 0 {
+		return
+	}
+	uid := uint32(os.Getuid())
+	type look struct {
+		st      procStat
+		markers map[string]bool
+	}
+	looked := map[int]*look{} // nil: gone, exited, a root or not of this user
+	lookAt := func(pid int) *look {
+		if l, ok := looked[pid]; ok {
+			return l
+		}
+		var l *look
+		if st, ok := readProcStat(pid); ok && !st.dead() && !isRoot(roots, pid, st) {
+			if info, err := listed[pid].Info(); err == nil {
+				if s, ok := info.Sys().(*syscall.Stat_t); ok && s.Uid == uid {
+					l = &look{st: st, markers: envHolds(pid, markers)}
+				}
+			}
+		}
+		looked[pid] = l
+		return l
+	}
+	for _, q := range batch {
+		if q.marker == "" {
+			continue
+		}
+		found := map[int]procStat{}
+		check := func(pid int) {
+			if l := lookAt(pid); l != nil && l.markers[q.marker] && l.st.start >= q.root.StartTime {
+				found[pid] = l.st
+			}
+		}
+		for pid := range listed {
+			if !q.base.seen[pid] {
+				check(pid)
+			}
+		}
+		for _, pid := range q.base.newer {
+			if _, ok := listed[pid]; ok {
+				check(pid)
+			}
+		}
+		for _, pid := range slices.Sorted(maps.Keys(found)) {
+			st := found[pid]
+			q.out = append(q.out, Identity{Pid: pid, Pgid: st.pgid, StartTime: st.start})
 		}
 	}
 }

@@ -80,6 +80,10 @@ type Process struct {
 	mu        sync.Mutex
 	afterExit []func()
 	exitRan   bool
+	// together is the teardown the process terminates with ([Together]),
+	// if any; terminated is set once its termination finished (mu).
+	together   *teardown
+	terminated bool
 }
 
 // Start starts command with args in dir, with env (and, on Linux, the
@@ -269,7 +273,10 @@ func (p *Process) StderrTail() string {
 // It is idempotent and safe to call concurrently; every caller gets the
 // same result.
 func (p *Process) Terminate() error {
-	p.once.Do(func() { p.termErr = p.terminate() })
+	p.once.Do(func() {
+		p.termErr = p.terminate()
+		p.finished()
+	})
 	return p.termErr
 }
 

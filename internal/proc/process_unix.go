@@ -54,18 +54,24 @@ func exitCode(state *os.ProcessState) int {
 func (p *Process) terminate() error {
 	// Look before stdin closes: once the child exits, its children are
 	// reparented and only the marker leads to them.
-	desc := findDescendants(p.id, p.marker)
+	desc, snap := p.search(nil)
 	p.stdin.Close()
 	select {
 	case <-p.exited:
+		// The child was waited for: no parent link leads from it any
+		// more, and only what started since the first look, or was new
+		// then, can carry its marker unseen.
 	case <-time.After(p.opts.StdinGrace):
+		snap = nil // the child may still run: look at everything again
 	}
-	desc = addProcs(desc, findDescendants(p.id, p.marker))
+	more, _ := p.search(snap)
+	desc = addProcs(desc, more)
 	var errs []error
 	if groupAlive(p.pid) || anyRunning(desc) {
 		errs = append(errs, p.signal(syscall.SIGTERM, "SIGTERM", desc)...)
 		if !waitGone(p.pid, desc, p.exited, p.opts.TermGrace) {
-			desc = addProcs(desc, findDescendants(p.id, p.marker))
+			more, _ := p.search(nil)
+			desc = addProcs(desc, more)
 			errs = append(errs, p.signal(syscall.SIGKILL, "SIGKILL", desc)...)
 			// Bounded: a process in uninterruptible sleep dies late.
 			waitGone(p.pid, desc, p.exited, p.opts.TermGrace)
