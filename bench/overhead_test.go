@@ -208,7 +208,12 @@ func bareStartAt(b *testing.B, ctx context.Context, cfgs []events.ServerConfig, 
 	var wg sync.WaitGroup
 	for k, cfg := range cfgs {
 		wg.Go(func() {
-			c := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+			// A host follows its servers' tool lists: under 2026-07-28 the
+			// handler is what makes a client open subscriptions/listen, as
+			// mcplife does, so both sides pay for the stream.
+			c := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+			})
 			cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(cfg.Command, cfg.Args...)},
 				&mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err != nil {
