@@ -37,11 +37,13 @@
 //     is 15 ms or less).
 //   - BenchmarkSharedFanout: 5 hosts each connecting the same 10 servers
 //     (fixture, and server-everything on node from node_modules), unshared
-//     and shared: the server processes running ("SIDE-procs", 50 against
-//     10) and their total RSS ("SIDE-rss-MiB"). The hosts are managers of
-//     the benchmark's process, so their own memory is not in the figure;
-//     the everything round takes about 25 s, most of it stopping
+//     and shared: the server processes running ("SIDE-procs", fifty
+//     against ten) and their total RSS ("SIDE-rss-MiB"). The hosts are managers
+//     of the benchmark's process, so their own memory is not in the
+//     figure; the everything round takes about 25 s, most of it stopping
 //     server-everything, which does not exit when its stdin closes.
+//
+// Run them (5 rounds each):
 //
 //	go test ./bench -run '^$' -bench 'Shared' -benchtime 5x
 //
