@@ -604,8 +604,9 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 // TestShareStreamAndHTTP attaches twice, once on the instance's stream
 // and once on its streamable-HTTP endpoint: both call the server, and
-// closing either records a detach; a stream asked for by a host that has
-// no control stream is refused.
+// closing either records a detach; a stream is not opened once the
+// host's control stream ended, and the shared host refuses one of a host
+// it does not know.
 func TestShareStreamAndHTTP(t *testing.T) {
 	e := newShareEnv(t)
 	e.serve(time.Hour)
@@ -653,7 +654,7 @@ func TestShareStreamAndHTTP(t *testing.T) {
 	}
 	defer conn.Close()
 	req, _ := http.NewRequest(http.MethodPost, "http://mcplife-shared"+shared.Stream(att.Instance), nil)
-	req.Header.Set(shared.HostHeader, stranger.Welcome().Host)
+	req.Header.Set(shared.HostHeader, "h-unknown")
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", shared.StreamProtocol)
 	if err := req.Write(conn); err != nil {
@@ -665,7 +666,7 @@ func TestShareStreamAndHTTP(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("a stream of a host gone: %s, want 404", resp.Status)
+		t.Errorf("a stream of an unknown host: %s, want 404", resp.Status)
 	}
 	c.Close()
 	var detached []string
