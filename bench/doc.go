@@ -23,6 +23,30 @@
 //     connected), and the goroutines mcplife's own code runs per server;
 //     the first round logs them by the function that started them.
 //
+// Shared servers (a shared host served in this process on a socket of the
+// benchmark's, the memory store on both sides):
+//
+//   - BenchmarkSharedCall: an echo call on the fixture run by the host's
+//     own manager over stdio ("direct") against one through the shared
+//     host ("shared"), 200 calls per side per round taking turns call by
+//     call; p50 and p99 over every call and the ratios ("shared/direct",
+//     "shared-p99/direct"; the goal is 1.25 or less for both).
+//   - BenchmarkSharedAttach: a host connecting 10 fixture servers that
+//     another host keeps running in the shared host, until it has all
+//     their tools; median and p99 over the rounds ("attach-ms"; the goal
+//     is 15 ms or less).
+//   - BenchmarkSharedFanout: 5 hosts each connecting the same 10 servers
+//     (fixture, and server-everything on node from node_modules), unshared
+//     and shared: the server processes running ("SIDE-procs", fifty
+//     against ten) and their total RSS ("SIDE-rss-MiB"). The hosts are managers
+//     of the benchmark's process, so their own memory is not in the
+//     figure; the everything round takes about 25 s, most of it stopping
+//     server-everything, which does not exit when its stdin closes.
+//
+// Run them (5 rounds each):
+//
+//	go test ./bench -run '^$' -bench 'Shared' -benchtime 5x
+//
 // Run everything (11 rounds each):
 //
 //	go test ./bench -run '^$' -bench . -benchtime 11x

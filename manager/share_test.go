@@ -1,10 +1,13 @@
 package manager_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -597,4 +600,82 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestShareStreamAndHTTP attaches twice, once on the instance's stream
+// and once on its streamable-HTTP endpoint: both call the server, and
+// closing either records a detach; a stream is not opened once the
+// host's control stream ended, and the shared host refuses one of a host
+// it does not know.
+func TestShareStreamAndHTTP(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(t)
+	c, err := shared.Dial(t.Context(), e.socket, shared.Hello{Session: "two", Pid: 4343})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a := shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: t.TempDir()}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	for _, tr := range []func(shared.Attached) mcp.Transport{c.Transport, c.HTTPTransport} {
+		att, err := c.Attach(t.Context(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := client.Connect(t.Context(), tr(att), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+		if err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+		if err := cs.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	// A stream of a host the shared host does not know.
+	stranger, err := shared.Dial(t.Context(), e.socket, shared.Hello{Session: "stranger", Pid: 4444})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := stranger.Attach(t.Context(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger.Close()
+	if _, err := client.Connect(t.Context(), stranger.Transport(att), nil); err == nil {
+		t.Error("a stream after the control stream's end connected")
+	}
+	conn, err := net.Dial("unix", e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req, _ := http.NewRequest(http.MethodPost, "http://mcplife-shared"+shared.Stream(att.Instance), nil)
+	req.Header.Set(shared.HostHeader, "h-unknown")
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", shared.StreamProtocol)
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a stream of an unknown host: %s, want 404", resp.Status)
+	}
+	c.Close()
+	var detached []string
+	for _, d := range filter[*events.HostDetached](e.events("shared")) {
+		if d.Session == "two" {
+			detached = append(detached, d.Reason)
+		}
+	}
+	if want := []string{events.DetachRequested, events.DetachRequested}; !slices.Equal(detached, want) {
+		t.Errorf("HostDetached of the host: %v, want %v", detached, want)
+	}
 }

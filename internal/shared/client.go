@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -167,10 +168,117 @@ func (c *Client) Attach(ctx context.Context, a Attach) (Attached, error) {
 	return out, nil
 }
 
-// Transport returns the MCP transport of an attached instance: streamable
-// HTTP on the socket. Closing its session releases the instance.
+// Transport returns the MCP transport of an attached instance: a stream
+// of its own on the socket (an HTTP request upgraded to newline-delimited
+// JSON-RPC), which costs a call no HTTP exchange of its own. Closing its
+// session releases the instance; the end of the control stream closes it.
 func (c *Client) Transport(a Attached) mcp.Transport {
+	return &streamTransport{c: c, path: Stream(a.Instance)}
+}
+
+// HTTPTransport returns the instance's streamable-HTTP transport, for a
+// client that wants HTTP; [Client.Transport] is the faster one.
+func (c *Client) HTTPTransport(a Attached) mcp.Transport {
 	return &mcp.StreamableClientTransport{Endpoint: baseURL + a.Endpoint, HTTPClient: c.http, MaxRetries: 1}
+}
+
+// streamTransport opens an instance's stream.
+type streamTransport struct {
+	c    *Client
+	path string
+}
+
+func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	select {
+	case <-t.c.done:
+		return nil, fmt.Errorf("shared: %s: control stream ended", t.c.socket)
+	default:
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", t.c.socket)
+	if err != nil {
+		return nil, fmt.Errorf("shared: %s: %w", t.c.socket, err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() }) // until the upgrade is answered
+	req, _ := http.NewRequest(http.MethodPost, baseURL+t.path, nil)
+	req.Header.Set(HostHeader, t.c.welcome.Host)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", StreamProtocol)
+	br := bufio.NewReader(conn)
+	var resp *http.Response
+	if err = req.Write(conn); err == nil {
+		resp, err = http.ReadResponse(br, req)
+	}
+	if !stop() {
+		conn.Close()
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("shared: stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		err := failure(resp)
+		resp.Body.Close()
+		conn.Close()
+		return nil, fmt.Errorf("shared: stream: %w", err)
+	}
+	s := &stream{Conn: conn, r: br, closed: make(chan struct{}), eof: make(chan struct{}), ended: t.c.done}
+	go func() {
+		select {
+		case <-t.c.done:
+			conn.Close()
+		case <-s.closed:
+		}
+	}()
+	return (&mcp.IOTransport{Reader: s, Writer: s}).Connect(ctx)
+}
+
+// detachWait bounds how long closing a stream waits for the shared host
+// to have released the attachment.
+const detachWait = 5 * time.Second
+
+// stream is an upgraded connection: reads go through the buffer that
+// read the upgrade's answer.
+type stream struct {
+	net.Conn
+	r       *bufio.Reader
+	once    sync.Once
+	err     error
+	closed  chan struct{} // closed by Close
+	eofOnce sync.Once
+	eof     chan struct{}   // closed when a read failed: the shared host closed its end
+	ended   <-chan struct{} // the control stream's end
+}
+
+func (s *stream) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil {
+		s.eofOnce.Do(func() { close(s.eof) })
+	}
+	return n, err
+}
+
+// Close ends the stream as a detach: it closes the writing half, waits
+// for the shared host to close its end, which it does once it released
+// the attachment (so a detach is recorded as such before the control
+// stream's end), and closes the connection. Once: the transport closes
+// its reader and its writer, both s.
+func (s *stream) Close() error {
+	s.once.Do(func() {
+		close(s.closed)
+		if cw, ok := s.Conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+			t := time.NewTimer(detachWait)
+			select {
+			case <-s.eof:
+			case <-s.ended:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		s.err = s.Conn.Close()
+	})
+	return s.err
 }
 
 // hostHeader names the host on every request.

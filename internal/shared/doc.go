@@ -17,8 +17,14 @@
 //	POST /v1/hosts/{host}/attach {...}     the server's config as configured, the command,
 //	                                       arguments, working directory and resolved env values
 //	                                       to launch, its roots → {instance, endpoint}
-//	/v1/s/{instance}/mcp                   the instance as a streamable-HTTP MCP server; the
-//	                                       DELETE that closes its MCP session detaches
+//	POST /v1/s/{instance}/stream           Upgrade: mcplife-jsonrpc → 101, then the connection is
+//	                                       one MCP session of the instance, newline-delimited
+//	                                       JSON-RPC both ways (the data path: a call costs no
+//	                                       HTTP exchange); its end detaches, and the shared host
+//	                                       closes its side only after recording that
+//	/v1/s/{instance}/mcp                   the instance as a streamable-HTTP MCP server, for a
+//	                                       client that wants HTTP; the DELETE that closes its
+//	                                       MCP session detaches
 //
 // Every request of a host names it in the Mcplife-Host header. The
 // resolved values travel over the socket only; the shared host compares

@@ -18,6 +18,11 @@ const (
 	// HostHeader carries the host id on each request of a host, so the
 	// shared host cancels the host's calls when its control stream ends.
 	HostHeader = "Mcplife-Host"
+	// StreamProtocol is the Upgrade token of an instance's stream: a POST
+	// to [Stream] answered 101 becomes one bidirectional byte stream of
+	// newline-delimited JSON-RPC, an MCP session of the instance whose end
+	// detaches it.
+	StreamProtocol = "mcplife-jsonrpc"
 )
 
 // Hello opens a control stream: who the host is.
@@ -73,3 +78,6 @@ type Failure struct {
 
 // Endpoint returns the MCP endpoint path of instance.
 func Endpoint(instance string) string { return "/v1/s/" + instance + "/mcp" }
+
+// Stream returns the path of instance's stream endpoint.
+func Stream(instance string) string { return "/v1/s/" + instance + "/stream" }

@@ -157,6 +157,7 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 	mux.HandleFunc("POST "+shared.PathHosts, h.control)
 	mux.HandleFunc("POST "+shared.PathHosts+"/{host}"+shared.PathAttach, h.attach)
 	mux.HandleFunc("/v1/s/{instance}/mcp", h.relayHTTP)
+	mux.HandleFunc("POST /v1/s/{instance}/stream", h.relayStream)
 	srv := &http.Server{Handler: mux, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
 	h.mu.Lock()
 	h.checkEmpty() // starts the wait for a first host

@@ -1,12 +1,16 @@
 package sharedhost
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,10 +49,10 @@ func newInstance(h *Host, id, key string) *instance {
 // ends.
 func (in *instance) build(c *events.ServerConnected) {
 	in.relay = NewRelay(in.h.mgr, in.id, c, &RelayOptions{CallContext: func(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
-		if req.Extra == nil {
-			return ctx, func() {}
+		hc, _ := ctx.Value(hostKey{}).(*hostConn) // a stream's
+		if hc == nil && req.Extra != nil {        // streamable HTTP's
+			hc = in.h.hostOf(req.Extra.Header.Get(shared.HostHeader))
 		}
-		hc := in.h.hostOf(req.Extra.Header.Get(shared.HostHeader))
 		if hc == nil {
 			return ctx, func() {}
 		}
@@ -365,6 +369,97 @@ func (h *Host) relayHTTP(w http.ResponseWriter, r *http.Request) {
 	if n > 0 {
 		h.release(in, hc, 1, events.DetachRequested)
 	}
+}
+
+// hostKey is the context key of the host whose stream a request came on.
+type hostKey struct{}
+
+// relayStream serves an instance's stream: the request is upgraded to a
+// bidirectional byte stream of newline-delimited JSON-RPC, an MCP session
+// of the instance's relay. Its end (the host closed its session, or its
+// control stream ended, which closes it) releases the host's attachment.
+func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	in := h.byID[r.PathValue("instance")]
+	h.mu.Unlock()
+	if in == nil {
+		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
+		return
+	}
+	select {
+	case <-in.ready:
+	default:
+		writeError(w, http.StatusServiceUnavailable, "shared instance starting")
+		return
+	}
+	if in.err != nil {
+		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
+		return
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), shared.StreamProtocol) {
+		writeError(w, http.StatusBadRequest, "want Upgrade: "+shared.StreamProtocol)
+		return
+	}
+	hc := h.hostOf(r.Header.Get(shared.HostHeader))
+	if hc == nil {
+		writeError(w, http.StatusNotFound, "unknown host")
+		return
+	}
+	if !h.enter() {
+		writeError(w, http.StatusServiceUnavailable, "shared host ending")
+		return
+	}
+	defer h.requests.Done()
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	conn.SetDeadline(time.Time{})
+	s := &stream{Conn: conn, r: brw.Reader}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+shared.StreamProtocol+"\r\n\r\n"); err != nil {
+		return
+	}
+	// The host travels in the session's context, which the go-sdk hands
+	// to each request's handler.
+	ss, err := in.relay.Server().Connect(context.WithValue(hc.ctx, hostKey{}, hc), &mcp.IOTransport{Reader: s, Writer: s}, nil)
+	if err != nil {
+		return
+	}
+	stop := context.AfterFunc(hc.ctx, func() { ss.Close() })
+	ss.Wait()
+	stop()
+	h.mu.Lock()
+	n := hc.attached[in]
+	if n > 0 {
+		if n == 1 {
+			delete(hc.attached, in)
+		} else {
+			hc.attached[in] = n - 1
+		}
+	}
+	h.mu.Unlock()
+	if n > 0 {
+		h.release(in, hc, 1, events.DetachRequested)
+	}
+}
+
+// stream is a hijacked connection: reads go through the buffer that read
+// the request. Its Close (the session's end) only stops the reads: the
+// connection is closed after the release, so the host's close of its
+// session returns once the detach is recorded.
+type stream struct {
+	net.Conn
+	r    *bufio.Reader
+	once sync.Once
+}
+
+func (s *stream) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func (s *stream) Close() error {
+	s.once.Do(func() { s.Conn.SetReadDeadline(time.Now()) })
+	return nil
 }
 
 // ErrNoCause is the answer to a server's request for sampling that no
