@@ -9,11 +9,41 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/store/sqlite"
 )
+
+// shareDeadline bounds every wait of the share tests, so that a
+// failure fails the test instead of holding it until the test binary's
+// timeout.
+const shareDeadline = 2 * time.Minute
+
+// shareCtx is the test's context bounded by shareDeadline.
+func shareCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), shareDeadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// killAfter kills cmd when it is still running after shareDeadline (so
+// a read of its output ends); the returned function stops the timer.
+func killAfter(t *testing.T, cmd *exec.Cmd, what string) (stop func() bool) {
+	return time.AfterFunc(shareDeadline, func() {
+		t.Errorf("%s: nothing within %v, killing %s", what, shareDeadline, cmd.Path)
+		cmd.Process.Kill()
+	}).Stop
+}
+
+// waitCmd waits for cmd to exit; one that outlasts shareDeadline is
+// killed and fails the test.
+func waitCmd(t *testing.T, cmd *exec.Cmd, what string) error {
+	t.Helper()
+	defer killAfter(t, cmd, what+" to exit")()
+	return cmd.Wait()
+}
 
 // startDaemon starts `mcp-audit daemon` and returns once it listens.
 func startDaemon(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
@@ -29,7 +59,9 @@ func startDaemon(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	stop := killAfter(t, d, "the daemon's first line")
 	line, _ := bufio.NewReader(out).ReadString('\n')
+	stop()
 	if strings.TrimSpace(line) != "ready" {
 		t.Fatalf("daemon said %q: %s", line, stderr.String())
 	}
@@ -95,16 +127,16 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 		t.Cleanup(func() { r.Process.Kill(); r.Wait() })
 		runs, outs = append(runs, r), append(outs, &out)
 	}
-	if err := g.WaitReached(t.Context(), 2); err != nil {
-		t.Fatal(err)
+	if err := g.WaitReached(shareCtx(t), 2); err != nil {
+		t.Fatalf("both calls in the server: %v\n%s\n%s", err, outs[0], outs[1])
 	}
 	g.Release()
 	for i, r := range runs {
-		if err := r.Wait(); err != nil {
+		if err := waitCmd(t, r, "run"); err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, outs[i])
 		}
 	}
-	if err := d.Wait(); err != nil {
+	if err := waitCmd(t, d, "the idle daemon"); err != nil {
 		t.Fatalf("daemon: %v\n%s", err, dlog)
 	}
 
