@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,29 @@ func sessionEvents(t *testing.T, db string) map[string][]events.Event {
 			t.Fatal(err)
 		}
 		out[env.SessionID] = append(out[env.SessionID], ev)
+	}
+	return out
+}
+
+// seqsOf returns the sequences of a session's events of type typ.
+func seqsOf(t *testing.T, db, session, typ string) []uint64 {
+	t.Helper()
+	st, err := sqlite.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var out []uint64
+	for env, err := range st.ReadStream(context.Background(), session, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Type == typ {
+			out = append(out, env.Seq)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("session %s has no %s", session, typ)
 	}
 	return out
 }
@@ -173,6 +197,30 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 	_, shline, _ := strings.Cut(out, "shared server processes")
 	if !strings.Contains(shline, daemon+"  fx-") || !strings.Contains(shline, hosts[0]) || !strings.Contains(shline, hosts[1]) {
 		t.Errorf("sessions does not show the sharing:\n%s", out)
+	}
+	// inspect says which shared server a host's connection used, and
+	// which hosts were attached to the shared host at a point.
+	_, dc := countOf[*events.ServerConnected](all[daemon])
+	for _, h := range hosts {
+		at := seqsOf(t, db, h, events.TypeServerConnected)
+		_, out, errOut := runCmd(t, "--db", db, "inspect", h, "--seq", strconv.FormatUint(at[0], 10))
+		_, hc := countOf[*events.ServerConnected](all[h])
+		want := "fx: " + hc.SharedInstance + "  " + daemon + "  pid " + strconv.Itoa(dc.Pid)
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect %s: want %q:\n%s%s", h, want, out, errOut)
+		}
+	}
+	attached := seqsOf(t, db, daemon, events.TypeHostAttached)
+	_, out, _ = runCmd(t, "--db", db, "inspect", daemon, "--seq", strconv.FormatUint(attached[1], 10))
+	_, hosted, _ := strings.Cut(out, "hosts attached")
+	for _, h := range hosts {
+		if !strings.Contains(hosted, dc.Server+": "+h+"  pid ") {
+			t.Errorf("inspect of the shared host at its second attach does not show %s:\n%s", h, out)
+		}
+	}
+	detached := seqsOf(t, db, daemon, events.TypeHostDetached)
+	if _, out, _ = runCmd(t, "--db", db, "inspect", daemon, "--seq", strconv.FormatUint(detached[len(detached)-1], 10)); strings.Contains(out, "hosts attached") {
+		t.Errorf("inspect of the shared host after the last detach shows hosts:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", "shared.sock")); !os.IsNotExist(err) {
 		t.Errorf("the daemon left its socket: %v", err)
