@@ -41,6 +41,31 @@ type shareEnv struct {
 	served chan error
 }
 
+// shareDeadline bounds every wait of the share tests, so that a failure
+// fails the test instead of holding it until the test binary's timeout.
+const shareDeadline = 2 * time.Minute
+
+// shareCtx is the test's context, ending shareDeadline after this call.
+func shareCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), shareDeadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// ended waits for the shared host to end and returns what Serve
+// returned; a shared host still running after shareDeadline fails the
+// test.
+func (e *shareEnv) ended() error {
+	e.t.Helper()
+	select {
+	case err := <-e.served:
+		return err
+	case <-time.After(shareDeadline):
+		e.t.Fatal("the shared host did not end")
+		return nil
+	}
+}
+
 func newShareEnv(t testing.TB) *shareEnv {
 	t.Helper()
 	st := memory.New()
@@ -145,7 +170,7 @@ func pidOf(t testing.TB, m *manager.Manager) int {
 	if !ok {
 		t.Fatalf("no tool mcp_fx_pid in %v", m.Tools())
 	}
-	res, err := tool.Call(t.Context(), nil)
+	res, err := tool.Call(shareCtx(t), nil)
 	if err != nil || res.Err != nil || res.Result.IsError {
 		t.Fatalf("pid: %v %v %s", err, res.Err, res.Text())
 	}
@@ -176,7 +201,7 @@ func testShareTwoHosts(t *testing.T, protocol string) {
 	pv := func(o *manager.Options) { o.ProtocolVersion = protocol }
 	m1, m2 := e.manager("host1", cwd, pv), e.manager("host2", cwd, pv)
 	for _, m := range []*manager.Manager{m1, m2} {
-		res, err := m.ConnectServers(t.Context(), []events.ServerConfig{cfg}, nil)
+		res, err := m.ConnectServers(shareCtx(t), []events.ServerConfig{cfg}, nil)
 		if err != nil || len(res.Errors) > 0 {
 			t.Fatalf("connect: %v %v", err, res.Errors)
 		}
@@ -189,21 +214,22 @@ func testShareTwoHosts(t *testing.T, protocol string) {
 	}
 	for _, m := range []*manager.Manager{m1, m2} {
 		tool, _ := m.Tool("mcp_fx_echo")
-		res, err := tool.Call(t.Context(), map[string]any{"text": "hi " + m.Session()})
+		res, err := tool.Call(shareCtx(t), map[string]any{"text": "hi " + m.Session()})
 		if err != nil || res.Err != nil || res.Text() != "hi "+m.Session() {
 			t.Fatalf("echo: %v %v %q", err, res.Err, res.Text())
 		}
 	}
 	// A list change of the shared server reaches every host: one host
 	// adds a tool, the other sees it.
-	updates, err := m2.Watch(t.Context())
+	updates, err := m2.Watch(shareCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	change, _ := m1.Tool("mcp_fx_change_tools")
-	if res, err := change.Call(t.Context(), map[string]any{"add": "extra", "remove": "fail"}); err != nil || res.Err != nil {
+	if res, err := change.Call(shareCtx(t), map[string]any{"add": "extra", "remove": "fail"}); err != nil || res.Err != nil {
 		t.Fatalf("change_tools: %v %v", err, res.Err)
 	}
+	seen := shareCtx(t)
 	for {
 		_, added := m2.Tool("mcp_fx_extra")
 		_, kept := m2.Tool("mcp_fx_fail")
@@ -212,18 +238,18 @@ func testShareTwoHosts(t *testing.T, protocol string) {
 		}
 		select {
 		case <-updates:
-		case <-t.Context().Done():
+		case <-seen.Done():
 			t.Fatalf("host2 never saw the change: %v", m2.Tools())
 		}
 	}
-	m1.Close(t.Context())
-	m2.Close(t.Context())
+	m1.Close(shareCtx(t))
+	m2.Close(shareCtx(t))
 	select {
 	case err := <-e.served:
 		if err != nil {
 			t.Fatalf("shared host: %v", err)
 		}
-	case <-t.Context().Done():
+	case <-time.After(shareDeadline):
 		t.Fatal("the shared host did not end after its last host and server")
 	}
 
@@ -287,7 +313,7 @@ func allEnvelopes(t *testing.T, st store.Store) []events.Envelope {
 // waitFor waits until ok holds, re-checking at each update of m.
 func waitFor(t *testing.T, m *manager.Manager, what string, ok func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
+	ctx, cancel := context.WithCancel(shareCtx(t))
 	defer cancel()
 	updates, err := m.Watch(ctx)
 	if err != nil {
@@ -313,12 +339,12 @@ func TestShareSharedHostGoneReconnects(t *testing.T) {
 	m := e.manager("host", t.TempDir(), func(o *manager.Options) {
 		o.Reconnect = manager.ReconnectPolicy{Initial: time.Hour, Max: time.Hour} // until ReconnectNow
 	})
-	if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{cfg}, nil); err != nil || len(res.Errors) > 0 {
+	if res, err := m.ConnectServers(shareCtx(t), []events.ServerConfig{cfg}, nil); err != nil || len(res.Errors) > 0 {
 		t.Fatalf("connect: %v %v", err, res.Errors)
 	}
 	first := pidOf(t, m)
 	stop()
-	if err := <-e.served; err != nil {
+	if err := e.ended(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, m, "the drop recorded", func() bool {
@@ -356,12 +382,12 @@ func TestShareHostGoneReleases(t *testing.T) {
 	e := newShareEnv(t)
 	e.serve(time.Millisecond)
 	cmd, args := fixturetest.Command(t)
-	c, err := shared.Dial(t.Context(), e.socket, shared.Hello{Session: "gone", Pid: 4242})
+	c, err := shared.Dial(shareCtx(t), e.socket, shared.Hello{Session: "gone", Pid: 4242})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cwd := t.TempDir()
-	att, err := c.Attach(t.Context(), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: cwd})
+	att, err := c.Attach(shareCtx(t), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +395,7 @@ func TestShareHostGoneReleases(t *testing.T) {
 		t.Fatalf("attached %+v", att)
 	}
 	c.Close()
-	if err := <-e.served; err != nil {
+	if err := e.ended(); err != nil {
 		t.Fatal(err)
 	}
 	sh := e.events("shared")
@@ -454,26 +480,26 @@ func TestShareHostGoneCancelsCalls(t *testing.T) {
 	e := newShareEnv(t)
 	e.serve(time.Hour)
 	cmd, args := fixturetest.Command(t)
-	c, err := shared.Dial(t.Context(), e.socket, shared.Hello{Session: "gone", Pid: 4242})
+	c, err := shared.Dial(shareCtx(t), e.socket, shared.Hello{Session: "gone", Pid: 4242})
 	if err != nil {
 		t.Fatal(err)
 	}
-	att, err := c.Attach(t.Context(), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: t.TempDir()})
+	att, err := c.Attach(shareCtx(t), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), c.Transport(att), nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(shareCtx(t), c.Transport(att), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
 	hold, cancelled := fixturetest.NewGate(t), fixturetest.NewGate(t)
-	go cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"gate": hold.Path(), "on_cancel": cancelled.Path()}})
-	if err := hold.WaitReached(t.Context(), 1); err != nil {
+	go cs.CallTool(shareCtx(t), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"gate": hold.Path(), "on_cancel": cancelled.Path()}})
+	if err := hold.WaitReached(shareCtx(t), 1); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	if err := cancelled.WaitReached(t.Context(), 1); err != nil {
+	if err := cancelled.WaitReached(shareCtx(t), 1); err != nil {
 		t.Fatalf("the call was not cancelled: %v", err)
 	}
 }
@@ -485,7 +511,7 @@ func TestShareResourcesAndPrompts(t *testing.T) {
 	e.serve(time.Hour)
 	cmd, args := fixturetest.Command(t, "resources=2", "resource-templates", "prompts=1")
 	m := e.manager("host", t.TempDir())
-	if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
+	if res, err := m.ConnectServers(shareCtx(t), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
 		t.Fatalf("connect: %v %v", err, res.Errors)
 	}
 	waitFor(t, m, "the resources and prompts listed", func() bool {
@@ -493,15 +519,15 @@ func TestShareResourcesAndPrompts(t *testing.T) {
 		return len(st.Resources) == 2 && len(st.Templates) == 1 && len(st.Prompts) == 1
 	})
 	st, _ := m.View().Server("fx")
-	res, err := m.ReadResource(t.Context(), "fx", st.Resources[0].URI)
+	res, err := m.ReadResource(shareCtx(t), "fx", st.Resources[0].URI)
 	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != fixture.ResourceText(st.Resources[0].URI, 1) {
 		t.Errorf("read %s: %v %+v", st.Resources[0].URI, err, res)
 	}
 	uri := strings.Replace(st.Templates[0].URITemplate, "{id}", "abc", 1)
-	if res, err := m.ReadResource(t.Context(), "fx", uri); err != nil || len(res.Contents) != 1 || res.Contents[0].Text != fixture.ResourceText(uri, 1) {
+	if res, err := m.ReadResource(shareCtx(t), "fx", uri); err != nil || len(res.Contents) != 1 || res.Contents[0].Text != fixture.ResourceText(uri, 1) {
 		t.Errorf("read %s through its template: %v %+v", uri, err, res)
 	}
-	p, err := m.GetPrompt(t.Context(), "fx", st.Prompts[0].Name, map[string]string{"topic": "moon"})
+	p, err := m.GetPrompt(shareCtx(t), "fx", st.Prompts[0].Name, map[string]string{"topic": "moon"})
 	if err != nil || len(p.Messages) != 1 {
 		t.Errorf("prompt: %v %+v", err, p)
 	}
@@ -534,7 +560,7 @@ func TestShareElicitationGoesToTheCaller(t *testing.T) {
 	answers := e.manager("answers", cwd, func(o *manager.Options) { o.Elicit = manager.AcceptElicitationDefaults })
 	silent := e.manager("silent", cwd)
 	for _, m := range []*manager.Manager{answers, silent} {
-		if res, err := m.ConnectServers(t.Context(), cfg, nil); err != nil || len(res.Errors) > 0 {
+		if res, err := m.ConnectServers(shareCtx(t), cfg, nil); err != nil || len(res.Errors) > 0 {
 			t.Fatalf("connect: %v %v", err, res.Errors)
 		}
 	}
@@ -543,12 +569,12 @@ func TestShareElicitationGoesToTheCaller(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no ask tool", m.Session())
 		}
-		res, err := tool.Call(t.Context(), nil)
+		res, err := tool.Call(shareCtx(t), nil)
 		if err != nil || res.Err != nil || res.Text() != want {
 			t.Errorf("%s: ask: %v %v %q, want %q", m.Session(), err, res.Err, res.Text(), want)
 		}
 	}
-	answers.Close(t.Context()) // stores the events recorded without waiting
+	answers.Close(shareCtx(t)) // stores the events recorded without waiting
 	if n, _ := count[*events.ElicitationAnswered](e.events("answers")); n != 1 {
 		t.Errorf("the answering host recorded %d ElicitationAnswered, want 1", n)
 	}
@@ -572,7 +598,7 @@ func TestShareWithoutSharedHostRunsHere(t *testing.T) {
 				o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &log}, nil))
 			})
 			cmd, args := fixturetest.Command(t)
-			if res, err := m.ConnectServers(t.Context(), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
+			if res, err := m.ConnectServers(shareCtx(t), []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}, nil); err != nil || len(res.Errors) > 0 {
 				t.Fatalf("connect: %v %v", err, res.Errors)
 			}
 			if pid := pidOf(t, m); pid == 0 {

@@ -23,6 +23,25 @@ type inspectJSON struct {
 	// Budget is set when the session ran with a tool budget; then each
 	// tool says whether it was loaded at that point.
 	Budget *budgetJSON `json:"budget,omitempty"`
+	// Hosts, in a shared host's session, are the hosts attached to its
+	// servers at that point.
+	Hosts []attachedHostJSON `json:"hosts,omitempty"`
+}
+
+// sharedRefJSON is the shared server a connection of an attached
+// session used: the instance, the shared host's session and the
+// server's pid there.
+type sharedRefJSON struct {
+	Instance   string `json:"instance"`
+	SharedHost string `json:"sharedHost,omitempty"`
+	Pid        int    `json:"pid,omitempty"`
+}
+
+// attachedHostJSON is a host attached to a shared host's server.
+type attachedHostJSON struct {
+	Instance string `json:"instance"`
+	Session  string `json:"session"`
+	Pid      int    `json:"pid"`
 }
 
 type inspectServerJSON struct {
@@ -35,6 +54,9 @@ type inspectServerJSON struct {
 	Prompts   int               `json:"prompts"`
 	Deferred  bool              `json:"deferred"`
 	Error     string            `json:"error,omitempty"`
+	// Shared is set when the server's latest connection was to a shared
+	// server.
+	Shared *sharedRefJSON `json:"shared,omitempty"`
 }
 
 func runInspect(ctx context.Context, g *globals, args []string) error {
@@ -58,6 +80,8 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	var atSeq uint64
 	budget := 0
 	reachedEnd, closed := true, false // every event was applied; SessionClosed was among them
+	sharedOf := map[string]string{}   // server → instance of its latest connection, when shared
+	var hosts []attachedHostJSON      // attached to this session's servers (a shared host's)
 	for env, err := range st.ReadStream(ctx, session, 1) {
 		if err != nil {
 			return err
@@ -81,6 +105,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 		}
 		closed = closed || env.Type == events.TypeSessionClosed
 		view.Apply(env)
+		hosts = foldSharing(env, sharedOf, hosts)
 		if env.Type == events.TypeSessionStarted {
 			budget = recordedBudget(env)
 		}
@@ -100,8 +125,10 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	out := inspectJSON{Session: session, AtSeq: atSeq, AtTime: atTime, Servers: []inspectServerJSON{}, Tools: []toolJSON{}}
 	for _, s := range view.Servers() {
 		out.Servers = append(out.Servers, inspectServerJSON{Name: s.Name, Status: serverStatus(s), Transport: s.Transport,
-			Source: s.Source, Tools: len(s.Tools), Resources: len(s.Resources), Prompts: len(s.Prompts), Deferred: s.Deferred, Error: s.Error})
+			Source: s.Source, Tools: len(s.Tools), Resources: len(s.Resources), Prompts: len(s.Prompts), Deferred: s.Deferred, Error: s.Error,
+			Shared: sharedRef(ctx, st, sharedOf[s.Name])})
 	}
+	out.Hosts = hosts
 	if budget > 0 {
 		exp := mcpsession.Expose(view, budget)
 		out.Budget = budgetOf(exp)
@@ -127,6 +154,7 @@ func runInspect(ctx context.Context, g *globals, args []string) error {
 	}
 	tw.Flush()
 	fmt.Fprintln(g.stdout)
+	writeInspectSharing(g, out)
 	tw = tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	if b := out.Budget; b != nil {
 		fmt.Fprintf(g.stdout, "tool budget %d tokens: %d estimated tokens; %d of %d tools loaded (%d tokens), budget applied: %t\n\n",

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
@@ -26,7 +27,7 @@ import (
 // exit.
 func stopDaemon(t *testing.T, socket string) {
 	t.Helper()
-	c, err := shared.Dial(t.Context(), socket, shared.Hello{Session: "test", Pid: os.Getpid()})
+	c, err := shared.Dial(shareCtx(t), socket, shared.Hello{Session: "test", Pid: os.Getpid()})
 	if err != nil {
 		t.Fatalf("no shared host to stop: %v", err)
 	}
@@ -41,7 +42,7 @@ func stopDaemon(t *testing.T, socket string) {
 		t.Fatal(err)
 	}
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	if n, err := unix.Poll(fds, 30_000); n != 1 || err != nil {
+	if n, err := unix.Poll(fds, int(shareDeadline/time.Millisecond)); n != 1 || err != nil {
 		t.Fatalf("the shared host %d did not exit: %v", pid, err)
 	}
 }
@@ -70,12 +71,12 @@ func TestShareRunsStartOneDaemon(t *testing.T) {
 		t.Cleanup(func() { r.Process.Kill(); r.Wait() })
 		runs, outs = append(runs, r), append(outs, &out)
 	}
-	if err := g.WaitReached(t.Context(), 2); err != nil {
-		t.Fatal(err)
+	if err := g.WaitReached(shareCtx(t), 2); err != nil {
+		t.Fatalf("both calls in the server: %v\n%s\n%s", err, outs[0], outs[1])
 	}
 	g.Release()
 	for i, r := range runs {
-		if err := r.Wait(); err != nil {
+		if err := waitCmd(t, r, "run"); err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, outs[i])
 		}
 	}
@@ -94,7 +95,8 @@ func TestShareRunsStartOneDaemon(t *testing.T) {
 		t.Errorf("%d ServerConnected in the shared host, want 1", n)
 	}
 	if n, _ := countOf[*events.HostAttached](all[daemons[0]]); n != 2 {
-		t.Errorf("%d HostAttached, want 2", n)
+		lg, _ := os.ReadFile(filepath.Join(filepath.Dir(socket), "shared.log"))
+		t.Errorf("%d HostAttached, want 2\nrun 0: %s\nrun 1: %s\nshared.log: %s", n, outs[0], outs[1], lg)
 	}
 }
 
@@ -124,6 +126,7 @@ func TestShareDaemonKilled(t *testing.T) {
 	// until waits for a line of run's output that ok accepts.
 	until := func(what string, ok func(fields []string) bool) {
 		t.Helper()
+		defer killAfter(t, r, what)()
 		for lines.Scan() {
 			if ok(strings.Fields(lines.Text())) {
 				return
@@ -134,12 +137,12 @@ func TestShareDaemonKilled(t *testing.T) {
 	// The table (fx connected: the gate outlasts its start), then changes.
 	until("the table", func(f []string) bool { return len(f) > 1 && f[0] == "watching" })
 	d.Process.Signal(syscall.SIGKILL)
-	d.Wait()
+	waitCmd(t, d, "the killed daemon")
 	until("the drop", func(f []string) bool { return len(f) > 2 && f[1] == "fx" && f[2] != "connected" })
 	until("the reconnect", func(f []string) bool { return len(f) > 2 && f[1] == "fx" && f[2] == "connected" })
 	r.Process.Signal(syscall.SIGTERM)
 	go io.Copy(io.Discard, out)
-	if err := r.Wait(); err != nil {
+	if err := waitCmd(t, r, "run"); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	stopDaemon(t, socket)
@@ -207,7 +210,7 @@ func TestShareProxy(t *testing.T) {
 		p := mockCommand(t, "--db", db, "proxy", "fx", "--config", cfg, "--cwd", cwd)
 		var stderr bytes.Buffer
 		p.Stderr = &stderr
-		cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: p}, nil)
+		cs, err := client.Connect(shareCtx(t), &mcp.CommandTransport{Command: p}, nil)
 		if err != nil {
 			t.Fatalf("proxy: %v\n%s", err, stderr.String())
 		}
@@ -216,14 +219,14 @@ func TestShareProxy(t *testing.T) {
 		if got := cs.InitializeResult().ServerInfo.Name; got != "fixture-x" {
 			t.Errorf("server name %q through the proxy, want the server's own", got)
 		}
-		tools, err := cs.ListTools(t.Context(), nil)
+		tools, err := cs.ListTools(shareCtx(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(tools.Tools) == 0 || tools.Tools[0].Name != "add" {
 			t.Errorf("tools through the proxy: %v", tools.Tools)
 		}
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "pid"})
+		res, err := cs.CallTool(shareCtx(t), &mcp.CallToolParams{Name: "pid"})
 		if err != nil || res.IsError {
 			t.Fatalf("pid: %v %v", err, res)
 		}
@@ -235,7 +238,7 @@ func TestShareProxy(t *testing.T) {
 		t.Fatalf("node is not installed: %v", err)
 	}
 	exe, _ := os.Executable()
-	ts := exec.CommandContext(t.Context(), node, filepath.Join("testdata", "proxyclient.mjs"), exe, "--db", db, "proxy", "fx", "--config", cfg, "--cwd", cwd)
+	ts := exec.CommandContext(shareCtx(t), node, filepath.Join("testdata", "proxyclient.mjs"), exe, "--db", db, "proxy", "fx", "--config", cfg, "--cwd", cwd)
 	ts.Env = append(os.Environ(), asAuditEnv+"=1")
 	var tsErr bytes.Buffer
 	ts.Stderr = &tsErr

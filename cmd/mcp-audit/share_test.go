@@ -7,13 +7,44 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/store/sqlite"
 )
+
+// shareDeadline bounds every wait of the share tests, so that a
+// failure fails the test instead of holding it until the test binary's
+// timeout.
+const shareDeadline = 2 * time.Minute
+
+// shareCtx is the test's context bounded by shareDeadline.
+func shareCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), shareDeadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// killAfter kills cmd when it is still running after shareDeadline (so
+// a read of its output ends); the returned function stops the timer.
+func killAfter(t *testing.T, cmd *exec.Cmd, what string) (stop func() bool) {
+	return time.AfterFunc(shareDeadline, func() {
+		t.Errorf("%s: nothing within %v, killing %s", what, shareDeadline, cmd.Path)
+		cmd.Process.Kill()
+	}).Stop
+}
+
+// waitCmd waits for cmd to exit; one that outlasts shareDeadline is
+// killed and fails the test.
+func waitCmd(t *testing.T, cmd *exec.Cmd, what string) error {
+	t.Helper()
+	defer killAfter(t, cmd, what+" to exit")()
+	return cmd.Wait()
+}
 
 // startDaemon starts `mcp-audit daemon` and returns once it listens.
 func startDaemon(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
@@ -29,7 +60,9 @@ func startDaemon(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	stop := killAfter(t, d, "the daemon's first line")
 	line, _ := bufio.NewReader(out).ReadString('\n')
+	stop()
 	if strings.TrimSpace(line) != "ready" {
 		t.Fatalf("daemon said %q: %s", line, stderr.String())
 	}
@@ -54,6 +87,29 @@ func sessionEvents(t *testing.T, db string) map[string][]events.Event {
 			t.Fatal(err)
 		}
 		out[env.SessionID] = append(out[env.SessionID], ev)
+	}
+	return out
+}
+
+// seqsOf returns the sequences of a session's events of type typ.
+func seqsOf(t *testing.T, db, session, typ string) []uint64 {
+	t.Helper()
+	st, err := sqlite.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var out []uint64
+	for env, err := range st.ReadStream(context.Background(), session, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Type == typ {
+			out = append(out, env.Seq)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("session %s has no %s", session, typ)
 	}
 	return out
 }
@@ -95,16 +151,16 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 		t.Cleanup(func() { r.Process.Kill(); r.Wait() })
 		runs, outs = append(runs, r), append(outs, &out)
 	}
-	if err := g.WaitReached(t.Context(), 2); err != nil {
-		t.Fatal(err)
+	if err := g.WaitReached(shareCtx(t), 2); err != nil {
+		t.Fatalf("both calls in the server: %v\n%s\n%s", err, outs[0], outs[1])
 	}
 	g.Release()
 	for i, r := range runs {
-		if err := r.Wait(); err != nil {
+		if err := waitCmd(t, r, "run"); err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, outs[i])
 		}
 	}
-	if err := d.Wait(); err != nil {
+	if err := waitCmd(t, d, "the idle daemon"); err != nil {
 		t.Fatalf("daemon: %v\n%s", err, dlog)
 	}
 
@@ -141,6 +197,30 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 	_, shline, _ := strings.Cut(out, "shared server processes")
 	if !strings.Contains(shline, daemon+"  fx-") || !strings.Contains(shline, hosts[0]) || !strings.Contains(shline, hosts[1]) {
 		t.Errorf("sessions does not show the sharing:\n%s", out)
+	}
+	// inspect says which shared server a host's connection used, and
+	// which hosts were attached to the shared host at a point.
+	_, dc := countOf[*events.ServerConnected](all[daemon])
+	for _, h := range hosts {
+		at := seqsOf(t, db, h, events.TypeServerConnected)
+		_, out, errOut := runCmd(t, "--db", db, "inspect", h, "--seq", strconv.FormatUint(at[0], 10))
+		_, hc := countOf[*events.ServerConnected](all[h])
+		want := "fx: " + hc.SharedInstance + "  " + daemon + "  pid " + strconv.Itoa(dc.Pid)
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect %s: want %q:\n%s%s", h, want, out, errOut)
+		}
+	}
+	attached := seqsOf(t, db, daemon, events.TypeHostAttached)
+	_, out, _ = runCmd(t, "--db", db, "inspect", daemon, "--seq", strconv.FormatUint(attached[1], 10))
+	_, hosted, _ := strings.Cut(out, "hosts attached")
+	for _, h := range hosts {
+		if !strings.Contains(hosted, dc.Server+": "+h+"  pid ") {
+			t.Errorf("inspect of the shared host at its second attach does not show %s:\n%s", h, out)
+		}
+	}
+	detached := seqsOf(t, db, daemon, events.TypeHostDetached)
+	if _, out, _ = runCmd(t, "--db", db, "inspect", daemon, "--seq", strconv.FormatUint(detached[len(detached)-1], 10)); strings.Contains(out, "hosts attached") {
+		t.Errorf("inspect of the shared host after the last detach shows hosts:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", "shared.sock")); !os.IsNotExist(err) {
 		t.Errorf("the daemon left its socket: %v", err)

@@ -15,15 +15,29 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // childSocket, set in a test binary's environment, makes it attach to the
 // shared host on that socket and exit: 0 attached, 3 refused.
 const childSocket = "MCPLIFE_SHARED_TEST_ATTACH"
 
+// testDeadline bounds every wait of these tests, so that a failure fails
+// instead of hanging until the test binary's timeout.
+const testDeadline = 2 * time.Minute
+
+// testCtx is the test's context, ending testDeadline after this call.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), testDeadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func TestMain(m *testing.M) {
 	if sock := os.Getenv(childSocket); sock != "" {
-		c, err := Dial(context.Background(), sock, Hello{Session: "intruder", Pid: os.Getpid()})
+		ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+		c, err := Dial(ctx, sock, Hello{Session: "intruder", Pid: os.Getpid()})
+		cancel()
 		if err != nil {
 			fmt.Println(err)
 			os.Exit(3)
@@ -63,7 +77,7 @@ func TestSocketModes(t *testing.T) {
 			t.Errorf("%s: mode %v, want %v", path, got, want)
 		}
 	}
-	c, err := Dial(t.Context(), sock, Hello{Session: "s", Pid: 1})
+	c, err := Dial(testCtx(t), sock, Hello{Session: "s", Pid: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +99,7 @@ func TestListenReplacesStaleSocket(t *testing.T) {
 	if _, err := os.Stat(sock); err != nil {
 		t.Fatalf("the stale socket is not there: %v", err)
 	}
-	if _, err := Dial(t.Context(), sock, Hello{}); !errors.Is(err, ErrNoSharedHost) {
+	if _, err := Dial(testCtx(t), sock, Hello{}); !errors.Is(err, ErrNoSharedHost) {
 		t.Fatalf("dial of a stale socket: %v, want ErrNoSharedHost", err)
 	}
 	serveWelcome(t, sock)
@@ -166,7 +180,7 @@ func TestAnotherUserIsRefused(t *testing.T) {
 		os.Chmod(p, 0o755)
 	}
 	os.Chmod(sock, 0o666)
-	cmd := exec.Command(bin)
+	cmd := exec.CommandContext(testCtx(t), bin)
 	cmd.Env = append(os.Environ(), childSocket+"="+sock)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
@@ -174,11 +188,16 @@ func TestAnotherUserIsRefused(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(out), "403") {
 		t.Fatalf("attach as uid 65534: %v, output %q: want it refused with 403", err, out)
 	}
-	if uid := <-refused; uid != 65534 {
-		t.Errorf("refused peer uid %d, want 65534", uid)
+	select {
+	case uid := <-refused:
+		if uid != 65534 {
+			t.Errorf("refused peer uid %d, want 65534", uid)
+		}
+	case <-time.After(testDeadline):
+		t.Fatal("the refusal was never reported")
 	}
 	// The owner still attaches.
-	c, err := Dial(t.Context(), sock, Hello{Session: "owner"})
+	c, err := Dial(testCtx(t), sock, Hello{Session: "owner"})
 	if err != nil {
 		t.Fatalf("the owner: %v", err)
 	}

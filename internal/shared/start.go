@@ -43,18 +43,27 @@ func Start(ctx context.Context, socket string, command []string) error {
 	cmd := exec.Command(command[0], append(command[1:len(command):len(command)], SocketFlag, socket)...)
 	cmd.Stderr = logf
 	detach(cmd)
-	out, err := cmd.StdoutPipe()
+	// A pipe of its own rather than StdoutPipe: a shared host that finds
+	// another one running writes its line and exits at once, and Wait,
+	// which closes StdoutPipe's reading end when the process exits, would
+	// race the read of that line.
+	r, w, err := os.Pipe()
 	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("shared: start shared host: %w", err)
 	}
-	go cmd.Wait() // reaps it, if it ends before this process does
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return fmt.Errorf("shared: start shared host: %w", err)
+	}
 	line := make(chan string, 1)
 	go func() {
-		s, _ := bufio.NewReader(out).ReadString('\n')
+		s, _ := bufio.NewReader(r).ReadString('\n')
 		line <- strings.TrimSpace(s)
+		cmd.Wait() // reaps it, if it ends before this process does
+		r.Close()
 	}()
 	select {
 	case l := <-line:

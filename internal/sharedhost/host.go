@@ -393,15 +393,18 @@ func (h *Host) record(ev events.Event) {
 }
 
 // release takes n attachments of hc off in; the last one starts the
-// instance's idle period.
+// instance's idle period, once the detach is recorded: the stop that
+// ends the period always follows the HostDetached, however short it is.
 func (h *Host) release(in *instance, hc *hostConn, n int, reason string) {
 	h.mu.Lock()
 	in.refs -= n
-	if in.refs <= 0 && !in.stopped && in.idleTimer == nil {
+	h.mu.Unlock()
+	h.record(&events.HostDetached{Server: in.id, Session: hc.hello.Session, Pid: hc.hello.Pid, Reason: reason})
+	h.mu.Lock()
+	if in.refs <= 0 && !in.stopped && in.idleTimer == nil && !h.ending {
 		in.idleTimer = time.AfterFunc(h.idle, func() { h.stop(in) })
 	}
 	h.mu.Unlock()
-	h.record(&events.HostDetached{Server: in.id, Session: hc.hello.Session, Pid: hc.hello.Pid, Reason: reason})
 }
 
 // stop stops an instance whose idle period ended with no host.

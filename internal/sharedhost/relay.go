@@ -348,11 +348,18 @@ func (h *Host) relayHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
 		return
 	}
-	in.handler.ServeHTTP(w, r)
-	if r.Method != http.MethodDelete {
-		return
+	if r.Method == http.MethodDelete {
+		// The detach is recorded before the host has its answer, so a
+		// host that closed its MCP session and then its control stream
+		// is recorded as detached on request, never as gone.
+		h.detach(in, r.Header.Get(shared.HostHeader))
 	}
-	hc := h.hostOf(r.Header.Get(shared.HostHeader))
+	in.handler.ServeHTTP(w, r)
+}
+
+// detach releases one attachment of the host named hostID to in.
+func (h *Host) detach(in *instance, hostID string) {
+	hc := h.hostOf(hostID)
 	if hc == nil {
 		return
 	}

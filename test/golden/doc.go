@@ -23,7 +23,9 @@
 // gate) and a cache seeded as an earlier session would have left it
 // ("cache": tool names, "cacheResources": resource URIs, "cachePrompts":
 // prompt names, per server; "cacheTTL": the ttlMs a server of protocol
-// 2026-07-28 gave its cached tool list).
+// 2026-07-28 gave its cached tool list) and "share" ({"idle": "1ms"}):
+// the hosts attach their stdio servers to a shared host the script
+// starts in the test process.
 // The script's steps run one after another; the four last sections are
 // the recorded output, rewritten by `go test ./test/golden -update`:
 // events (one events.Describe line per event, correlation ids renamed c1,
@@ -77,6 +79,21 @@
 //	tools, status NAME...   print the tool view or statuses
 //	async ID: STEP          run STEP in the background
 //	join ID                 wait for it and print its result
+//	share-host start        start a shared host (session shared-host-N) on the scenario's socket
+//	share-host kill         cut its connections at once, as its death would, then end it
+//	share-host end          wait until it ended by itself (neither servers nor hosts)
+//	share-host wait ...     wait, as "wait", for an event of the current shared host's session
+//	host2 STEP              a second host (session host2) of the same servers: connect NAME...,
+//	                        call TOOL [JSON], disconnect NAME, wait ..., close
+//
+// A sharing scenario's events section has, after the scenario's session,
+// the other sessions (the shared hosts', host2's), each after a line
+// naming it. The shared instances are named NAME~N by the order their
+// shared hosts started them, the test's pid is $PID, the relay's random
+// MCP session id $MCPSESSION and the shared host's working directory
+// $WD. Each session's order is the script's: a step of one host waits
+// for the other side's event ("share-host wait HostAttached #2") before
+// the next step acts.
 //
 // After every step the live view is compared with a replay of the stored
 // history; when the script ends the manager is closed, SessionClosed is

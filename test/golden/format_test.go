@@ -238,6 +238,17 @@ type normalizer struct {
 	mu    sync.Mutex
 	pairs []string // old, new; longest old first when built
 	repl  *strings.Replacer
+	// patterns are replaced after the pairs (pattern, replacement).
+	patterns []*regexp.Regexp
+	with     []string
+}
+
+// addPattern replaces what re matches by with (regexp.ReplaceAllString).
+func (n *normalizer) addPattern(re *regexp.Regexp, with string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.patterns = append(n.patterns, re)
+	n.with = append(n.with, with)
 }
 
 var (
@@ -277,8 +288,12 @@ func (n *normalizer) text(s string) string {
 		n.repl = strings.NewReplacer(flat...)
 	}
 	repl := n.repl
+	patterns, with := n.patterns, n.with
 	n.mu.Unlock()
 	s = repl.Replace(s)
+	for i, re := range patterns {
+		s = re.ReplaceAllString(s, with[i])
+	}
 	s = tmpPattern.ReplaceAllString(s, "$$TMP")
 	return portPattern.ReplaceAllString(s, "$1:$$PORT")
 }

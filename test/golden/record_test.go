@@ -108,7 +108,13 @@ type recorder struct {
 
 func newRecorder(t *testing.T, ctx context.Context, j *journal.Journal) *recorder {
 	t.Helper()
-	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{Session: sessionID, FromSeq: 1})
+	return newSessionRecorder(t, ctx, j, sessionID)
+}
+
+// newSessionRecorder follows the session id.
+func newSessionRecorder(t *testing.T, ctx context.Context, j *journal.Journal, id string) *recorder {
+	t.Helper()
+	sub, err := j.Subscribe(ctx, journal.SubscribeOptions{Session: id, FromSeq: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

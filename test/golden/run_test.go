@@ -112,6 +112,7 @@ func playArchive(t *testing.T, a *txtar.Archive) map[string]string {
 type runner struct {
 	t         *testing.T
 	ctx       context.Context
+	share     *shareRig // nil unless the scenario shares
 	st        *memory.Store
 	j         *journal.Journal
 	m         *manager.Manager
@@ -190,6 +191,9 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		t.Fatal(err)
 	}
 	r.norm = newNormalizer(r.cwd, exe)
+	if cfg.Share != nil {
+		r.setupShare(cfg.Share)
+	}
 
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		spec := cfg.Servers[name]
@@ -307,6 +311,7 @@ func newRunner(t *testing.T, cfg scenario) *runner {
 		Logger:    slog.New(r.logs),
 		OnGate:    r.decided.add,
 		Auth:      manager.AuthOptions{OAuth: authorizer},
+		Share:     r.shareOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -405,6 +410,7 @@ func (r *runner) play(script []step) map[string]string {
 		t.Fatal(err)
 	}
 	r.checkReplay("after close")
+	r.endShare(ctx)
 	if n := len(r.m.Tools()); n != 0 {
 		t.Errorf("after close: %d tools left", n)
 	}
@@ -414,7 +420,7 @@ func (r *runner) play(script []step) map[string]string {
 		t.Errorf("invariant broken: %s", v)
 	}
 	return map[string]string{
-		sectionEvents:  strings.Join(r.eventLines(history), "\n"),
+		sectionEvents:  strings.Join(append(r.eventLines(history), r.sharedEventLines()...), "\n"),
 		sectionResults: strings.Join(r.results, "\n"),
 		sectionView:    strings.Join(view, "\n"),
 		sectionLog:     strings.Join(r.logs.lines(r.norm), "\n"),
@@ -423,7 +429,7 @@ func (r *runner) play(script []step) map[string]string {
 
 // do runs one step and returns its output lines.
 func (r *runner) do(s step) ([]string, error) {
-	if stepVerbs[s.Verb] {
+	if stepVerbs[s.Verb] || shareActs(s) {
 		r.mark = r.lastSeq()
 	}
 	switch s.Verb {
@@ -576,7 +582,11 @@ func (r *runner) act(s step) ([]string, error) {
 		}
 		return nil, r.gateNamed(s.Args[0]).WaitReached(ctx, n)
 	case "wait":
-		return nil, r.wait(ctx, s)
+		return nil, r.waitOn(ctx, r.rec, s.Args)
+	case "share-host":
+		return r.shareHostStep(ctx, s)
+	case "host2":
+		return r.host2Step(ctx, s)
 	case "wait-gate":
 		return nil, r.decided.wait(ctx, r.gateMark)
 	case "tools":
@@ -639,13 +649,13 @@ func (r *runner) remember() {
 	}
 }
 
-// wait handles "wait TYPE [SERVER] [#N]": without #N it waits for the first
-// matching event after the mark, with #N for the N-th matching event of
-// the session.
-func (r *runner) wait(ctx context.Context, s step) error {
+// waitOn handles "wait TYPE [SERVER] [#N]" on the session rec follows:
+// without #N it waits for the first matching event after the mark, with
+// #N for the N-th matching event of the session.
+func (r *runner) waitOn(ctx context.Context, rec *recorder, args []string) error {
 	var typ, server string
 	nth := 0
-	for _, a := range s.Args {
+	for _, a := range args {
 		switch {
 		case strings.HasPrefix(a, "#"):
 			n, err := strconv.Atoi(a[1:])
@@ -665,7 +675,7 @@ func (r *runner) wait(ctx context.Context, s step) error {
 		return fmt.Errorf("unknown event type %q", typ)
 	}
 	mark := r.mark
-	return r.rec.waitFor(ctx, func(envs []events.Envelope) bool {
+	return rec.waitFor(ctx, func(envs []events.Envelope) bool {
 		seen := 0
 		for _, env := range envs {
 			if env.Type != typ {

@@ -55,6 +55,9 @@ type scenario struct {
 	// scope) a server of protocol 2026-07-28 would have listed it with;
 	// without it the list has no cache hints, as a legacy server's.
 	CacheTTL map[string]int64 `json:"cacheTTL"`
+	// Share makes the hosts attach their stdio servers to a shared host
+	// that the script starts (share-host start).
+	Share *shareSpec `json:"share"`
 }
 
 // serverSpec is one server of a scenario: an events.ServerConfig (JSON
@@ -151,4 +154,7 @@ var stepVerbs = map[string]bool{
 	"tools":          false,
 	"status":         false,
 	"watch-status":   false,
+	// Actions or not by their first argument (shareActs).
+	"share-host": false,
+	"host2":      false,
 }
