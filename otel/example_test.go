@@ -66,7 +66,7 @@ func traced(ctx context.Context, j *journal.Journal, tp *sdktrace.TracerProvider
 		ID:      id,
 		Servers: []events.ServerConfig{{Name: "greeter", Command: "in-process"}},
 		// CallMeta puts the caller's traceparent into each call's _meta.
-		Manager: &manager.Options{Dial: dial, CallMeta: otel.CallMeta},
+		Manager: &manager.Options{ProtocolVersion: "2025-11-25", Dial: dial, CallMeta: otel.CallMeta},
 	})
 	if err != nil {
 		return err

@@ -105,7 +105,7 @@ func scenarioIn(t *testing.T) *scenario {
 			{Name: "late", Type: events.TransportHTTP, URL: "http://127.0.0.1:8931/mcp"},
 			{Name: "broken", Command: "in-process"},
 		},
-		Manager: &manager.Options{Dial: dial, Gate: 20 * time.Millisecond, CallMeta: otel.CallMetaWith(nil),
+		Manager: &manager.Options{ProtocolVersion: "2025-11-25", Dial: dial, Gate: 20 * time.Millisecond, CallMeta: otel.CallMetaWith(nil),
 			// late connects once the gate has given up on it: it is
 			// awaited, and the gate span ends when it is connected.
 			OnGate: func(manager.GateOutcome) { releaseOnce.Do(func() { close(release) }) }},

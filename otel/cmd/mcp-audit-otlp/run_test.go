@@ -44,7 +44,7 @@ func recordSession(t *testing.T, path string) string {
 	})
 	s, err := session.Start(ctx, j, &session.Options{
 		Servers: []events.ServerConfig{{Name: "greeter", Command: "in-process"}},
-		Manager: &manager.Options{Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
+		Manager: &manager.Options{ProtocolVersion: "2025-11-25", Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
 			a, b := mcp.NewInMemoryTransports()
 			if _, err := srv.Connect(ctx, a, nil); err != nil {
 				return nil, err
