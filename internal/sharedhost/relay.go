@@ -328,24 +328,34 @@ func (h *Host) hostOf(id string) *hostConn {
 	return h.hosts[id]
 }
 
-// relayHTTP serves an instance's MCP endpoint. A DELETE (the host closed
-// its MCP session) releases the host's attachment.
-func (h *Host) relayHTTP(w http.ResponseWriter, r *http.Request) {
+// servedInstance returns the ready instance the request names, or nil
+// after answering that there is none (or that it is still starting).
+func (h *Host) servedInstance(w http.ResponseWriter, r *http.Request) *instance {
 	h.mu.Lock()
 	in := h.byID[r.PathValue("instance")]
 	h.mu.Unlock()
 	if in == nil {
 		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
-		return
+		return nil
 	}
 	select {
 	case <-in.ready:
 	default:
 		writeError(w, http.StatusServiceUnavailable, "shared instance starting")
-		return
+		return nil
 	}
 	if in.err != nil {
 		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
+		return nil
+	}
+	return in
+}
+
+// relayHTTP serves an instance's MCP endpoint. A DELETE (the host closed
+// its MCP session) releases the host's attachment.
+func (h *Host) relayHTTP(w http.ResponseWriter, r *http.Request) {
+	in := h.servedInstance(w, r)
+	if in == nil {
 		return
 	}
 	if r.Method == http.MethodDelete {
@@ -386,21 +396,8 @@ type hostKey struct{}
 // of the instance's relay. Its end (the host closed its session, or its
 // control stream ended, which closes it) releases the host's attachment.
 func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	in := h.byID[r.PathValue("instance")]
-	h.mu.Unlock()
+	in := h.servedInstance(w, r)
 	if in == nil {
-		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
-		return
-	}
-	select {
-	case <-in.ready:
-	default:
-		writeError(w, http.StatusServiceUnavailable, "shared instance starting")
-		return
-	}
-	if in.err != nil {
-		writeError(w, http.StatusNotFound, errUnknownInstance.Error())
 		return
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), shared.StreamProtocol) {
