@@ -54,14 +54,15 @@ type chainTail struct {
 // computed by a goroutine of its own ahead of the insert, chunk by chunk
 // in row order, so that on a free core the hashing overlaps SQLite's work
 // instead of adding to the writer's time. The writer never waits for that
-// goroutine (on a loaded machine it may not run for a while): when it
-// needs a row the goroutine has not reached, it takes the steps over from
-// the last row the goroutine finished and computes the rest itself, into
-// values of its own, while the goroutine goes on with the content digests
-// alone, which the writer takes as they are ready and otherwise computes
-// too. Only done waits, for a chunk in progress, so that no goroutine
-// reads the append's events or writes its buffers once the append has
-// returned. A smaller append has its values computed by the writer.
+// goroutine (on a loaded machine it may not have run yet): the rows it
+// needs that the goroutine has not reached, it computes itself, into
+// values of its own, and the goroutine, once it runs, soon gets ahead of
+// the insert again. The content digests are computed once, by whichever
+// of the two takes a chunk first; one that finds a chunk taken and not
+// finished computes it again on the side. Only done waits, for a chunk
+// in progress, so that no goroutine reads the append's events or writes
+// its buffers once the append has returned. A smaller append has its
+// values computed by the writer.
 //
 // The writer keeps one rowChain (DB.chain) from one append to the next:
 // the values go into the same buffers each time, each already boxed as
@@ -70,14 +71,14 @@ type chainTail struct {
 type rowChain struct {
 	// The values, ChainHashSize bytes a row, and each boxed as the []byte
 	// insert binds: those the goroutine computed (ahead) and those the
-	// writer did (own). Rows from split on are the writer's.
+	// writer did (own, for the rows where mine is set).
 	ahead, own         []byte
 	aheadVals, ownVals []any
-	split              int
+	mine               []bool
 
 	n     int                       // rows whose values insert may bind
 	total int                       // rows of the append
-	prev  [store.ChainHashSize]byte // the value of row n-1 (the writer's)
+	prev  [store.ChainHashSize]byte // the value of row n-1
 
 	// What the goroutine reads: the rows as the caller gave them, their
 	// stream, the first seq and version, and the value the first row
@@ -87,30 +88,34 @@ type rowChain struct {
 	seq, version uint64
 	first        [store.ChainHashSize]byte
 
-	helped bool        // the goroutine was started
-	taken  atomic.Bool // the writer took the steps over
+	helped bool // the goroutine was started
 	// stepped is how many rows' values the goroutine has written to
 	// ahead, a chunk at a time.
 	stepped atomic.Int64
 
-	// The content digests, by chunk of digestChunk rows. A chunk is taken
-	// by adding one to next, by the goroutine or by the writer.
+	// The content digests, by chunk of digestChunk rows: a chunk is
+	// taken by moving next past it, and ready once its digests are in
+	// sums.
 	sums  []byte
 	next  atomic.Int64
-	ready []atomic.Bool // set once the goroutine has written a chunk
-	mine  []bool        // the writer's chunks
-	// side is the writer's digests of the chunk that starts at row
-	// sideFrom, one the goroutine took but had not finished when the
-	// writer needed it.
+	ready []atomic.Bool
+	// The writer's digests of the chunk that starts at row sideFrom, one
+	// the goroutine had taken and not finished when the writer needed it.
 	side     []byte
 	sideFrom int
-	// mu is held by the goroutine while it computes a chunk, and while
-	// reset readies the next append.
-	mu sync.Mutex
+
+	// The goroutine's: mu, held while it computes a chunk and while reset
+	// readies the next append; gen, the append it works for (reset moves
+	// it on, done too); chunk, the next chunk it computes; and its side
+	// digests of a chunk the writer had taken and not finished.
+	mu       sync.Mutex
+	gen      uint64
+	chunk    int
+	helpSide []byte
 }
 
-// digestChunk is how many rows the goroutine computes, and the writer
-// takes, at a time.
+// digestChunk is how many rows the goroutine computes, and either takes
+// the digests of, at a time.
 const digestChunk = 16
 
 // keptChainRows is the most rows whose buffers the writer keeps for the
@@ -125,7 +130,7 @@ const keptChainRows = 4 * largeGroup
 func (c *rowChain) start(prev [store.ChainHashSize]byte, stream string, envs []events.Envelope, seq, version uint64) *rowChain {
 	c = c.reset(prev, stream, envs, seq, version, len(envs) > largeGroup && runtime.GOMAXPROCS(0) > 1)
 	if c.helped {
-		go c.help()
+		go c.help(c.gen)
 	}
 	return c
 }
@@ -137,34 +142,28 @@ func (c *rowChain) reset(prev [store.ChainHashSize]byte, stream string, envs []e
 	if n > keptChainRows {
 		c = &rowChain{}
 	}
-	// A goroutine of an earlier append that has yet to find nothing left
-	// to take reads the state under mu: it finds this append's, which it
-	// helps with like this append's own.
+	// A goroutine of an earlier append that has not yet seen it is done
+	// reads gen under mu, and stops.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	if len(c.ownVals) < n {
 		c.ahead, c.aheadVals = boxedValues(n)
 		c.own, c.ownVals = boxedValues(n)
+		c.mine = make([]bool, n)
 		c.sums = make([]byte, store.ChainHashSize*n)
-		chunks := (n + digestChunk - 1) / digestChunk
-		c.ready = make([]atomic.Bool, chunks)
-		c.mine = make([]bool, chunks)
+		c.ready = make([]atomic.Bool, (n+digestChunk-1)/digestChunk)
 	}
 	c.envs, c.stream, c.seq, c.version = envs, stream, seq, version
 	c.first, c.prev = prev, prev
-	c.n, c.total, c.sideFrom = 0, n, -1
+	c.n, c.total, c.sideFrom, c.chunk = 0, n, -1, 0
 	for k := range c.chunks() {
 		c.ready[k].Store(false)
-		c.mine[k] = false
 	}
+	clear(c.mine[:n])
 	c.next.Store(0)
 	c.stepped.Store(0)
 	c.helped = helped
-	c.taken.Store(!helped)
-	c.split = 0
-	if helped {
-		c.split = n
-	}
 	return c
 }
 
@@ -179,40 +178,49 @@ func boxedValues(n int) ([]byte, []any) {
 
 func (c *rowChain) chunks() int { return (c.total + digestChunk - 1) / digestChunk }
 
-// help computes chunks until none is left to take.
-func (c *rowChain) help() {
-	for c.helpChunk() {
+// help computes the values of append gen chunk by chunk while there are
+// any left and the append is not done.
+func (c *rowChain) help(gen uint64) {
+	for c.helpChunk(gen) {
 	}
 }
 
-// helpChunk takes the next chunk and computes its digests, and its values
-// while the writer has not taken the steps over. It reports whether there
-// was a chunk to take.
-func (c *rowChain) helpChunk() bool {
+// helpChunk computes the goroutine's next chunk of append gen, and
+// reports whether there may be more.
+func (c *rowChain) helpChunk(gen uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := int(c.next.Add(1) - 1)
-	if k >= c.chunks() {
+	k := c.chunk
+	if c.gen != gen || k >= c.chunks() {
 		return false
 	}
+	c.chunk++
 	from, to := k*digestChunk, min((k+1)*digestChunk, c.total)
-	sums := c.sums[from*store.ChainHashSize : to*store.ChainHashSize]
-	c.digests(k, sums)
-	c.ready[k].Store(true)
-	// While the writer has not taken over, the goroutine's chunks are
-	// consecutive from the first: k follows the rows stepped.
-	if !c.taken.Load() && int(c.stepped.Load()) == from {
-		prev := c.first
-		if from > 0 {
-			prev = [store.ChainHashSize]byte(c.ahead[(from-1)*store.ChainHashSize:])
+	var sums []byte
+	switch {
+	case c.next.CompareAndSwap(int64(k), int64(k+1)):
+		sums = c.sums[from*store.ChainHashSize : to*store.ChainHashSize]
+		c.digests(k, sums)
+		c.ready[k].Store(true)
+	case c.ready[k].Load():
+		sums = c.sums[from*store.ChainHashSize : to*store.ChainHashSize]
+	default: // the writer's, in progress
+		if c.helpSide == nil {
+			c.helpSide = make([]byte, digestChunk*store.ChainHashSize)
 		}
-		for i := from; i < to; i++ {
-			d := sums[(i-from)*store.ChainHashSize:]
-			prev = store.ChainStep(prev, c.seq+uint64(i), c.version+uint64(i), [store.ChainHashSize]byte(d))
-			copy(c.ahead[i*store.ChainHashSize:], prev[:])
-		}
-		c.stepped.Store(int64(to))
+		sums = c.helpSide
+		c.digests(k, sums)
 	}
+	prev := c.first
+	if from > 0 {
+		prev = [store.ChainHashSize]byte(c.ahead[(from-1)*store.ChainHashSize:])
+	}
+	for i := from; i < to; i++ {
+		d := sums[(i-from)*store.ChainHashSize:]
+		prev = store.ChainStep(prev, c.seq+uint64(i), c.version+uint64(i), [store.ChainHashSize]byte(d))
+		copy(c.ahead[i*store.ChainHashSize:], prev[:])
+	}
+	c.stepped.Store(int64(to))
 	return true
 }
 
@@ -231,21 +239,14 @@ func (c *rowChain) digests(k int, dst []byte) {
 // the rows in order.
 func (c *rowChain) digest(i int) [store.ChainHashSize]byte {
 	k := i / digestChunk
-	if int(c.next.Load()) <= k {
-		// Not taken yet: the writer takes every chunk up to k.
-		for {
-			t := int(c.next.Add(1) - 1)
-			if t >= c.chunks() {
-				break
-			}
-			c.mine[t] = true
+	// Take every chunk up to k not taken yet.
+	for t := int(c.next.Load()); t <= k; t = int(c.next.Load()) {
+		if c.next.CompareAndSwap(int64(t), int64(t+1)) {
 			c.digests(t, c.sums[t*digestChunk*store.ChainHashSize:])
-			if t >= k {
-				break
-			}
+			c.ready[t].Store(true)
 		}
 	}
-	if c.mine[k] || c.ready[k].Load() {
+	if c.ready[k].Load() {
 		return [store.ChainHashSize]byte(c.sums[i*store.ChainHashSize:])
 	}
 	// Taken by the goroutine, not finished: computed again on the side.
@@ -259,36 +260,30 @@ func (c *rowChain) digest(i int) [store.ChainHashSize]byte {
 	return [store.ChainHashSize]byte(c.side[(i-c.sideFrom)*store.ChainHashSize:])
 }
 
-// wait returns once insert may bind the first n rows' values.
+// wait returns once insert may bind the first n rows' values: those the
+// goroutine has computed, and the writer's for the others.
 func (c *rowChain) wait(n int) {
 	if c.n >= n {
 		return
 	}
-	if !c.taken.Load() {
-		if s := int(c.stepped.Load()); s >= n {
+	if c.helped {
+		if s := min(int(c.stepped.Load()), n); s > c.n {
 			c.n = s
-			return
-		}
-		// Taken over from the last row the goroutine has finished; a
-		// chunk it is writing now goes unused.
-		c.taken.Store(true)
-		c.split = int(c.stepped.Load())
-		c.n = c.split
-		if c.n > 0 {
-			c.prev = [store.ChainHashSize]byte(c.ahead[(c.n-1)*store.ChainHashSize:])
+			c.prev = [store.ChainHashSize]byte(c.ahead[(s-1)*store.ChainHashSize:])
 		}
 	}
 	for ; c.n < n; c.n++ {
 		i := c.n
 		c.prev = store.ChainStep(c.prev, c.seq+uint64(i), c.version+uint64(i), c.digest(i))
 		copy(c.own[i*store.ChainHashSize:], c.prev[:])
+		c.mine[i] = true
 	}
 }
 
 // value returns row i's chain value, boxed, once wait has returned for
 // it.
 func (c *rowChain) value(i int) any {
-	if i >= c.split {
+	if c.mine[i] {
 		return c.ownVals[i]
 	}
 	return c.aheadVals[i]
@@ -298,16 +293,12 @@ func (c *rowChain) value(i int) any {
 // goroutine no longer touches the append and returns the last value.
 func (c *rowChain) done() [store.ChainHashSize]byte {
 	c.wait(c.total)
-	if c.helped {
-		c.taken.Store(true)
-		c.next.Add(int64(c.chunks())) // nothing left to take
-		c.mu.Lock()                   // the chunk in progress is done
-		c.mu.Unlock()
-		c.helped = false
-	}
+	c.mu.Lock() // the goroutine's chunk in progress is done
+	c.gen++     // and the goroutine stops
 	c.envs = nil
-	last := c.value(c.total - 1).([]byte)
-	return [store.ChainHashSize]byte(last)
+	c.mu.Unlock()
+	c.helped = false
+	return c.prev
 }
 
 // toHash returns b as a chain value: zero when b is not one (no event, or

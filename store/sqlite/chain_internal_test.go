@@ -57,11 +57,11 @@ func TestFailedTransactionKeepsTheChainTail(t *testing.T) {
 }
 
 // However the writer and the goroutine share an append's chain values
-// (the goroutine ahead of every row, the writer taking the steps over
-// after some chunks or before any, the writer needing a chunk the
-// goroutine took but has not finished, the goroutine not running at all),
-// insert binds the values the chain's definition gives, and done returns
-// the last.
+// (the goroutine ahead of every row, the writer computing rows before the
+// goroutine has run and after it, either finding a chunk of digests the
+// other took and has not finished, the goroutine not running at all),
+// insert binds the values the chain's definition gives, done returns the
+// last, and a goroutine left over from a done append changes nothing.
 func TestRowChainSharing(t *testing.T) {
 	const n, seq, version = 3*digestChunk*2 + 5, 41, 7 // a short last chunk
 	envs := make([]events.Envelope, n)
@@ -77,70 +77,86 @@ func TestRowChainSharing(t *testing.T) {
 		prev = store.ChainHash(prev, e)
 		want[i] = prev
 	}
-	chunks := (n + digestChunk - 1) / digestChunk
+	// writerRows returns the rows whose values the writer computed, as
+	// ranges [from, to).
+	writerRows := func(c *rowChain) (rs [][2]int) {
+		for i := range n {
+			if !c.mine[i] {
+				continue
+			}
+			if len(rs) > 0 && rs[len(rs)-1][1] == i {
+				rs[len(rs)-1][1]++
+			} else {
+				rs = append(rs, [2]int{i, i + 1})
+			}
+		}
+		return rs
+	}
 	for _, tc := range []struct {
-		name  string
-		alone bool // no goroutine
-		run   func(t *testing.T, c *rowChain)
+		name   string
+		alone  bool // no goroutine
+		run    func(t *testing.T, c *rowChain, gen uint64)
+		writer [][2]int
 	}{
-		{"goroutine ahead of every row", false, func(t *testing.T, c *rowChain) {
-			for c.helpChunk() {
+		{"goroutine ahead of every row", false, func(t *testing.T, c *rowChain, gen uint64) {
+			for c.helpChunk(gen) {
 			}
 			c.wait(n)
-			if c.split != n {
-				t.Errorf("the writer took over at row %d", c.split)
-			}
-		}},
-		{"taken over after three chunks", false, func(t *testing.T, c *rowChain) {
+		}, nil},
+		{"writer first, then the goroutine, then the writer", false, func(t *testing.T, c *rowChain, gen uint64) {
+			c.wait(20) // takes the digests of chunks 0 and 1
 			for range 3 {
-				c.helpChunk()
-			}
-			c.wait(4*digestChunk + 1)
-			if c.split != 3*digestChunk {
-				t.Errorf("the writer took over at row %d, want %d", c.split, 3*digestChunk)
-			}
-			c.helpChunk() // digests alone from now on
-			c.helpChunk()
-			if c.stepped.Load() != 3*digestChunk {
-				t.Errorf("the goroutine stepped %d rows after the writer took over", c.stepped.Load())
+				c.helpChunk(gen) // steps chunks 0 and 1 on the writer's digests
 			}
 			c.wait(n)
-		}},
-		{"taken over before any row", false, func(t *testing.T, c *rowChain) {
-			c.wait(1)
-			for c.helpChunk() {
+			if got := c.next.Load(); got != int64((n+digestChunk-1)/digestChunk) {
+				t.Errorf("%d chunks of digests taken, want all", got)
 			}
+		}, [][2]int{{0, 20}, {3 * digestChunk, n}}},
+		{"the goroutine's chunk in progress", false, func(t *testing.T, c *rowChain, gen uint64) {
+			c.next.Store(1) // chunk 0 as the goroutine takes it
 			c.wait(n)
-			if c.split != 0 {
-				t.Errorf("the writer took over at row %d", c.split)
+			if c.sideFrom != 0 {
+				t.Errorf("chunk 0 was not hashed on the side (sideFrom %d)", c.sideFrom)
 			}
-		}},
-		{"a chunk taken and not finished", false, func(t *testing.T, c *rowChain) {
-			c.wait(1)               // taken over
-			c.next.Add(1)           // chunk 1 as the goroutine takes it
-			c.wait(2 * digestChunk) // needs chunk 1
-			if c.sideFrom != digestChunk {
-				t.Errorf("chunk 1 was not hashed on the side (sideFrom %d)", c.sideFrom)
+		}, [][2]int{{0, n}}},
+		{"the writer's chunk in progress", false, func(t *testing.T, c *rowChain, gen uint64) {
+			c.next.Store(1) // chunk 0 as the writer takes it
+			c.helpChunk(gen)
+			if c.helpSide == nil || c.stepped.Load() != digestChunk {
+				t.Errorf("the goroutine did not step chunk 0 on digests of its own (stepped %d)", c.stepped.Load())
 			}
+			c.ready[0].Store(true) // as the writer would have
+			copy(c.sums, c.helpSide)
 			c.wait(n)
-		}},
-		{"no goroutine", true, func(t *testing.T, c *rowChain) { c.wait(n) }},
+		}, [][2]int{{digestChunk, n}}},
+		{"no goroutine", true, func(t *testing.T, c *rowChain, gen uint64) { c.wait(n) }, [][2]int{{0, n}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c rowChain
 			c.reset(first, "st", envs, seq, version, !tc.alone)
-			tc.run(t, &c)
+			gen := c.gen
+			tc.run(t, &c, gen)
 			for i := range n {
 				if got := c.value(i).([]byte); !bytes.Equal(got, want[i][:]) {
 					t.Fatalf("row %d: value %x, want %x", i, got, want[i])
 				}
 			}
+			if got := writerRows(&c); fmt.Sprint(got) != fmt.Sprint(tc.writer) {
+				t.Errorf("rows the writer computed: %v, want %v", got, tc.writer)
+			}
 			if last := c.done(); last != want[n-1] {
 				t.Errorf("done: %x, want %x", last, want[n-1])
 			}
-			if c.next.Load() < int64(chunks) {
-				t.Errorf("chunks left to take after done: %d of %d taken", c.next.Load(), chunks)
+			stepped := c.stepped.Load()
+			if c.helpChunk(gen) || c.stepped.Load() != stepped {
+				t.Error("a goroutine of the done append went on")
 			}
+			c.reset(first, "st", envs, seq, version, true)
+			if c.helpChunk(gen) || c.stepped.Load() != 0 {
+				t.Error("a goroutine of the done append worked for the next")
+			}
+			c.done()
 		})
 	}
 }
