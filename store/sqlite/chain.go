@@ -8,6 +8,8 @@ import (
 	"iter"
 	"math"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcplife/mcplife/events"
@@ -43,87 +45,260 @@ type chainTail struct {
 	hash [store.ChainHashSize]byte
 }
 
-// rowChain is the chain values of an append's rows, for insert. An append
-// of more rows than one statement binds has them computed in a goroutine
-// of its own, statement by statement, ahead of the insert, so that the
-// hashing (about an eighth of a 1,000-row append's time in the writer)
-// overlaps SQLite's work on the statements before; a smaller one has them
-// computed in place. The rows must not change until done has returned.
+// rowChain is the chain values of an append's rows, for insert. A row's
+// value is two SHA-256: the digest of its content, which needs nothing
+// but the row, and the chain step over the value before it, its seq and
+// version and that digest, which follows the rows in order.
+//
+// An append of more rows than one statement binds has its values
+// computed by a goroutine of its own ahead of the insert, chunk by chunk
+// in row order, so that on a free core the hashing overlaps SQLite's work
+// instead of adding to the writer's time. The writer never waits for that
+// goroutine (on a loaded machine it may not have run yet): the rows it
+// needs that the goroutine has not reached, it computes itself, into
+// values of its own, and the goroutine, once it runs, soon gets ahead of
+// the insert again. The content digests are computed once, by whichever
+// of the two takes a chunk first; one that finds a chunk taken and not
+// finished computes it again on the side. Only done waits, for a chunk
+// in progress, so that no goroutine reads the append's events or writes
+// its buffers once the append has returned. A smaller append has its
+// values computed by the writer.
 //
 // The writer keeps one rowChain (DB.chain) from one append to the next:
-// the values go into the same buffer each time, each already boxed as the
-// driver argument insert binds, so that an append allocates nothing per
-// row for its chain values.
+// the values go into the same buffers each time, each already boxed as
+// the driver argument insert binds, so that an append allocates nothing
+// per row for its chain values.
 type rowChain struct {
-	vals  []any    // vals[i] is row i's chain value, a []byte into buf
-	buf   []byte   // the values, ChainHashSize bytes each
-	ready chan int // rows computed so far, after each statement's
-	n     int      // rows known to be computed
-	total int      // rows of the append
-	last  [store.ChainHashSize]byte
+	// The values, ChainHashSize bytes a row, and each boxed as the []byte
+	// insert binds: those the goroutine computed (ahead) and those the
+	// writer did (own, for the rows where mine is set).
+	ahead, own         []byte
+	aheadVals, ownVals []any
+	mine               []bool
+
+	n     int                       // rows whose values insert may bind
+	total int                       // rows of the append
+	prev  [store.ChainHashSize]byte // the value of row n-1
+
+	// What the goroutine reads: the rows as the caller gave them, their
+	// stream, the first seq and version, and the value the first row
+	// follows.
+	envs         []events.Envelope
+	stream       string
+	seq, version uint64
+	first        [store.ChainHashSize]byte
+
+	helped bool // the goroutine was started
+	// stepped is how many rows' values the goroutine has written to
+	// ahead, a chunk at a time.
+	stepped atomic.Int64
+
+	// The content digests, by chunk of digestChunk rows: a chunk is
+	// taken by moving next past it, and ready once its digests are in
+	// sums.
+	sums  []byte
+	next  atomic.Int64
+	ready []atomic.Bool
+	// The writer's digests of the chunk that starts at row sideFrom, one
+	// the goroutine had taken and not finished when the writer needed it.
+	side     []byte
+	sideFrom int
+
+	// The goroutine's: mu, held while it computes a chunk and while reset
+	// readies the next append; gen, the append it works for (reset moves
+	// it on, done too); chunk, the next chunk it computes; and its side
+	// digests of a chunk the writer had taken and not finished.
+	mu       sync.Mutex
+	gen      uint64
+	chunk    int
+	helpSide []byte
 }
 
-// keptChainRows is the most rows whose buffer the writer keeps for the
+// digestChunk is how many rows the goroutine computes, and either takes
+// the digests of, at a time.
+const digestChunk = 16
+
+// keptChainRows is the most rows whose buffers the writer keeps for the
 // next append; a larger append has buffers of its own.
 const keptChainRows = 4 * largeGroup
 
-// start starts computing the chain values of out, stored envelopes with
-// consecutive seqs following the event whose chain value is prev. The
-// previous append's values must be done.
-func (c *rowChain) start(prev [store.ChainHashSize]byte, out []events.Envelope) *rowChain {
-	if len(out) > keptChainRows {
-		c = &rowChain{}
+// start starts computing the chain values of envs, to be stored in
+// stream as the events with consecutive seqs and versions from seq and
+// version, following the event whose chain value is prev. envs must not
+// change until done has returned, which must be called whatever happens
+// in between. The previous append must be done.
+func (c *rowChain) start(prev [store.ChainHashSize]byte, stream string, envs []events.Envelope, seq, version uint64) *rowChain {
+	c = c.reset(prev, stream, envs, seq, version, len(envs) > largeGroup && runtime.GOMAXPROCS(0) > 1)
+	if c.helped {
+		go c.help(c.gen)
 	}
-	if len(c.vals) < len(out) {
-		c.buf = make([]byte, store.ChainHashSize*len(out))
-		c.vals = make([]any, len(out))
-		for i := range c.vals {
-			c.vals[i] = c.buf[i*store.ChainHashSize : (i+1)*store.ChainHashSize : (i+1)*store.ChainHashSize]
-		}
-	}
-	c.n, c.total = 0, len(out)
-	buf := c.buf
-	compute := func(from, to int) {
-		for i := from; i < to; i++ {
-			prev = store.ChainHash(prev, out[i])
-			copy(buf[i*store.ChainHashSize:], prev[:])
-		}
-	}
-	if len(out) <= largeGroup || runtime.GOMAXPROCS(0) < 2 {
-		compute(0, len(out))
-		c.n, c.last = len(out), prev
-		return c
-	}
-	if c.ready == nil {
-		// Sends block once it is full, until insert has taken the
-		// values: the goroutine never runs more than that ahead.
-		c.ready = make(chan int, 2*largeGroup/smallGroup)
-	}
-	go func() {
-		for i := 0; i < len(out); {
-			next := i + statementRows(len(out)-i)
-			compute(i, next)
-			if next == len(out) {
-				c.last = prev
-			}
-			c.ready <- next
-			i = next
-		}
-	}()
 	return c
 }
 
-// wait returns once the first n rows' values are computed.
-func (c *rowChain) wait(n int) {
-	for c.n < n {
-		c.n = <-c.ready
+// reset readies c, or a rowChain of its own for a large append, for the
+// append start starts, to be computed with the goroutine when helped.
+func (c *rowChain) reset(prev [store.ChainHashSize]byte, stream string, envs []events.Envelope, seq, version uint64, helped bool) *rowChain {
+	n := len(envs)
+	if n > keptChainRows {
+		c = &rowChain{}
+	}
+	// A goroutine of an earlier append that has not yet seen it is done
+	// reads gen under mu, and stops.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	if len(c.ownVals) < n {
+		c.ahead, c.aheadVals = boxedValues(n)
+		c.own, c.ownVals = boxedValues(n)
+		c.mine = make([]bool, n)
+		c.sums = make([]byte, store.ChainHashSize*n)
+		c.ready = make([]atomic.Bool, (n+digestChunk-1)/digestChunk)
+	}
+	c.envs, c.stream, c.seq, c.version = envs, stream, seq, version
+	c.first, c.prev = prev, prev
+	c.n, c.total, c.sideFrom, c.chunk = 0, n, -1, 0
+	for k := range c.chunks() {
+		c.ready[k].Store(false)
+	}
+	clear(c.mine[:n])
+	c.next.Store(0)
+	c.stepped.Store(0)
+	c.helped = helped
+	return c
+}
+
+// boxedValues returns a buffer of n values and each boxed.
+func boxedValues(n int) ([]byte, []any) {
+	buf, vals := make([]byte, store.ChainHashSize*n), make([]any, n)
+	for i := range vals {
+		vals[i] = buf[i*store.ChainHashSize : (i+1)*store.ChainHashSize : (i+1)*store.ChainHashSize]
+	}
+	return buf, vals
+}
+
+func (c *rowChain) chunks() int { return (c.total + digestChunk - 1) / digestChunk }
+
+// help computes the values of append gen chunk by chunk while there are
+// any left and the append is not done.
+func (c *rowChain) help(gen uint64) {
+	for c.helpChunk(gen) {
 	}
 }
 
-// done waits until every value is computed and returns the last.
+// helpChunk computes the goroutine's next chunk of append gen, and
+// reports whether there may be more.
+func (c *rowChain) helpChunk(gen uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := c.chunk
+	if c.gen != gen || k >= c.chunks() {
+		return false
+	}
+	c.chunk++
+	from, to := k*digestChunk, min((k+1)*digestChunk, c.total)
+	var sums []byte
+	switch {
+	case c.next.CompareAndSwap(int64(k), int64(k+1)):
+		sums = c.sums[from*store.ChainHashSize : to*store.ChainHashSize]
+		c.digests(k, sums)
+		c.ready[k].Store(true)
+	case c.ready[k].Load():
+		sums = c.sums[from*store.ChainHashSize : to*store.ChainHashSize]
+	default: // the writer's, in progress
+		if c.helpSide == nil {
+			c.helpSide = make([]byte, digestChunk*store.ChainHashSize)
+		}
+		sums = c.helpSide
+		c.digests(k, sums)
+	}
+	prev := c.first
+	if from > 0 {
+		prev = [store.ChainHashSize]byte(c.ahead[(from-1)*store.ChainHashSize:])
+	}
+	for i := from; i < to; i++ {
+		d := sums[(i-from)*store.ChainHashSize:]
+		prev = store.ChainStep(prev, c.seq+uint64(i), c.version+uint64(i), [store.ChainHashSize]byte(d))
+		copy(c.ahead[i*store.ChainHashSize:], prev[:])
+	}
+	c.stepped.Store(int64(to))
+	return true
+}
+
+// digests writes chunk k's content digests to dst.
+func (c *rowChain) digests(k int, dst []byte) {
+	from, to := k*digestChunk, min((k+1)*digestChunk, c.total)
+	for i := from; i < to; i++ {
+		e := c.envs[i]
+		e.Stream = c.stream
+		sum := store.ContentDigest(e)
+		copy(dst[(i-from)*store.ChainHashSize:], sum[:])
+	}
+}
+
+// digest returns row i's content digest, for the writer, which asks for
+// the rows in order.
+func (c *rowChain) digest(i int) [store.ChainHashSize]byte {
+	k := i / digestChunk
+	// Take every chunk up to k not taken yet.
+	for t := int(c.next.Load()); t <= k; t = int(c.next.Load()) {
+		if c.next.CompareAndSwap(int64(t), int64(t+1)) {
+			c.digests(t, c.sums[t*digestChunk*store.ChainHashSize:])
+			c.ready[t].Store(true)
+		}
+	}
+	if c.ready[k].Load() {
+		return [store.ChainHashSize]byte(c.sums[i*store.ChainHashSize:])
+	}
+	// Taken by the goroutine, not finished: computed again on the side.
+	if c.sideFrom != k*digestChunk {
+		if c.side == nil {
+			c.side = make([]byte, digestChunk*store.ChainHashSize)
+		}
+		c.sideFrom = k * digestChunk
+		c.digests(k, c.side)
+	}
+	return [store.ChainHashSize]byte(c.side[(i-c.sideFrom)*store.ChainHashSize:])
+}
+
+// wait returns once insert may bind the first n rows' values: those the
+// goroutine has computed, and the writer's for the others.
+func (c *rowChain) wait(n int) {
+	if c.n >= n {
+		return
+	}
+	if c.helped {
+		if s := min(int(c.stepped.Load()), n); s > c.n {
+			c.n = s
+			c.prev = [store.ChainHashSize]byte(c.ahead[(s-1)*store.ChainHashSize:])
+		}
+	}
+	for ; c.n < n; c.n++ {
+		i := c.n
+		c.prev = store.ChainStep(c.prev, c.seq+uint64(i), c.version+uint64(i), c.digest(i))
+		copy(c.own[i*store.ChainHashSize:], c.prev[:])
+		c.mine[i] = true
+	}
+}
+
+// value returns row i's chain value, boxed, once wait has returned for
+// it.
+func (c *rowChain) value(i int) any {
+	if c.mine[i] {
+		return c.ownVals[i]
+	}
+	return c.aheadVals[i]
+}
+
+// done computes the values insert has not asked for, waits until the
+// goroutine no longer touches the append and returns the last value.
 func (c *rowChain) done() [store.ChainHashSize]byte {
 	c.wait(c.total)
-	return c.last
+	c.mu.Lock() // the goroutine's chunk in progress is done
+	c.gen++     // and the goroutine stops
+	c.envs = nil
+	c.mu.Unlock()
+	c.helped = false
+	return c.prev
 }
 
 // toHash returns b as a chain value: zero when b is not one (no event, or

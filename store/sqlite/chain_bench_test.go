@@ -282,8 +282,11 @@ func benchOpenBare(b *testing.B) *DB {
 	u := &unchained{db: db}
 	var nulls rowChain // the chain values bound: NULL
 	u.rows = func(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
-		if len(nulls.vals) < len(envs) {
-			nulls.vals = make([]any, len(envs))
+		if len(nulls.ownVals) < len(envs) {
+			nulls.ownVals, nulls.mine = make([]any, len(envs)), make([]bool, len(envs))
+			for i := range nulls.mine {
+				nulls.mine[i] = true
+			}
 		}
 		nulls.n, nulls.total = len(envs), len(envs)
 		return bareAppendRows(ctx, db, stream, expected, envs, &nulls)

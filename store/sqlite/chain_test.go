@@ -258,3 +258,56 @@ func checkChainValues(t *testing.T, st store.ChainReader, n int) {
 		t.Fatalf("%d events, want %d", i, n)
 	}
 }
+
+// Appends of every size the writer treats apart (one event, less than a
+// statement, exactly one, more than one, which have their chain values
+// computed beside the insert, and more than the writer keeps buffers
+// for), alone and several in one transaction with a failing one between
+// them, are chained as the chain's definition says: every stored value is
+// the one computed over the log, and the head is the last event's. The
+// events differ in every field the content digest covers, some with
+// payloads larger than it hashes without allocating.
+func TestChainOfLargeAppends(t *testing.T) {
+	db := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), nil)
+	ctx := t.Context()
+	n := 0
+	batch := func(size int) []events.Envelope {
+		es := make([]events.Envelope, size)
+		for i := range es {
+			n++
+			es[i] = events.Envelope{
+				Type: fmt.Sprintf("Type%d", n%3), Schema: 1 + n%2,
+				Time:      time.Date(2026, 3, 1, 0, 0, 0, n, time.UTC),
+				SessionID: fmt.Sprintf("session-%d", n%5), CorrelationID: fmt.Sprintf("c%d", n%7), Host: fmt.Sprintf("h%d", n%2),
+				Data: fmt.Appendf(nil, `{"n":%d,"pad":%q}`, n, strings.Repeat("x", (n*37)%700)),
+			}
+		}
+		return es
+	}
+	total := 0
+	for i, size := range []int{1, 17, 256, 257, 1000, 1025, 2000, 300} {
+		if _, err := db.Append(ctx, fmt.Sprintf("s%d", i%3), store.AnyVersion, batch(size)); err != nil {
+			t.Fatalf("append of %d: %v", size, err)
+		}
+		total += size
+	}
+	res := db.AppendBatch(ctx, []store.AppendRequest{
+		{Stream: "s0", Expected: store.AnyVersion, Envs: batch(700)},
+		{Stream: "s1", Expected: 1, Envs: batch(400)}, // a version conflict
+		{Stream: "s2", Expected: store.AnyVersion, Envs: batch(513)},
+		{Stream: "s3", Expected: store.NoStream, Envs: batch(3)},
+	})
+	if res[0].Err != nil || !errors.Is(res[1].Err, store.ErrVersionConflict) || res[2].Err != nil || res[3].Err != nil {
+		t.Fatalf("batch: %v, %v, %v, %v; want the second alone to fail", res[0].Err, res[1].Err, res[2].Err, res[3].Err)
+	}
+	total += 700 + 513 + 3
+	if _, err := db.Append(ctx, "s1", store.AnyVersion, batch(600)); err != nil {
+		t.Fatal(err)
+	}
+	total += 600
+	rep, err := verify.CheckChain(ctx, db, nil)
+	if err != nil || !rep.OK() || rep.Events != total || rep.HeadSeq != uint64(total) {
+		t.Fatalf("chain: %+v, %v; want %d events intact", rep, err, total)
+	}
+	checkChainValues(t, db, total)
+}

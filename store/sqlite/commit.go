@@ -106,6 +106,7 @@ func (db *DB) appendRows(ctx context.Context, stream string, expected int64, env
 		}
 		prev = toHash(stored)
 	}
+	chain := db.chain.start(prev, stream, envs, uint64(last)+1, uint64(cur)+1)
 	out := make([]events.Envelope, len(envs))
 	for i, e := range envs {
 		e = e.Clone()
@@ -115,7 +116,6 @@ func (db *DB) appendRows(ctx context.Context, stream string, expected int64, env
 		e.Time = e.Time.UTC()
 		out[i] = e
 	}
-	chain := db.chain.start(prev, out)
 	err = db.insert(ctx, out, chain)
 	lastHash := chain.done()
 	if err != nil {

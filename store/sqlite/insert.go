@@ -148,8 +148,9 @@ func (db *DB) positions(ctx context.Context, stream string) (version, last int64
 // statementRows returns how many of n rows still to insert the next
 // statement takes: rows go in groups of largeGroup and smallGroup, the
 // rest one by one, and the rest first, so that the first statements of a
-// large append, which wait for their chain values, are the ones that need
-// the fewest (see rowChain).
+// large append, which the goroutine computing its chain values has had
+// the least time to get ahead of, are the ones that need the fewest (see
+// rowChain).
 func statementRows(n int) int {
 	switch {
 	case n%smallGroup != 0:
@@ -211,7 +212,7 @@ func (db *DB) insert(ctx context.Context, es []events.Envelope, chain *rowChain)
 				row[7].Value = str(3, e.CorrelationID)
 				row[8].Value = str(4, e.Host)
 				row[9].Value = data
-				row[10].Value = chain.vals[done+i]
+				row[10].Value = chain.value(done + i)
 			}
 			if err := queryRows(ctx, st, args, nil); err != nil {
 				return fmt.Errorf("insert seq %d-%d: %w", es[done].Seq, es[done+rows-1].Seq, mapErr(err))
