@@ -160,6 +160,10 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 		if err := waitCmd(t, r, "run"); err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, outs[i])
 		}
+		_, table, _ := strings.Cut(outs[i].String(), "after settling:")
+		if !strings.Contains(table, "  shared  ") || strings.Contains(table, "not shared") {
+			t.Errorf("run %d: the table does not say fx is shared:\n%s", i, outs[i])
+		}
 	}
 	if err := waitCmd(t, d, "the idle daemon"); err != nil {
 		t.Fatalf("daemon: %v\n%s", err, dlog)
