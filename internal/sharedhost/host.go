@@ -420,7 +420,7 @@ func (h *Host) stop(in *instance) {
 		delete(h.instances, in.key)
 	}
 	h.mu.Unlock()
-	if err := h.mgr.DisconnectServer(context.WithoutCancel(h.ctx), in.id); err != nil {
+	if err := h.mgr.DisconnectServerBecause(context.WithoutCancel(h.ctx), in.id, events.ReasonIdle); err != nil {
 		h.log.Warn("shared host: stop server", "server", in.id, "err", err)
 	}
 	h.mu.Lock()
