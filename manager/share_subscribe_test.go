@@ -238,3 +238,72 @@ func TestShareResourceUpdatedFixture(t *testing.T) {
 		}
 	}
 }
+
+// TestShareResubscribeAfterReconnect drops the shared server's
+// connection in the shared host: its reconnect has none of the earlier
+// connection's subscriptions, so the relay subscribes it again to the
+// URIs its hosts are still subscribed to.
+func TestShareResubscribeAfterReconnect(t *testing.T) {
+	const r1, r2 = "test://r/1", "test://r/2"
+	asked := make(chan string, 16)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "subs", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			asked <- "subscribe " + req.Params.URI
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			asked <- "unsubscribe " + req.Params.URI
+			return nil
+		},
+	})
+	for _, uri := range []string{r1, r2} {
+		srv.AddResource(&mcp.Resource{URI: uri, Name: uri}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
+		})
+	}
+	conns := make(chan *mcp.ServerSession, 4)
+	e := newShareEnv(t)
+	e.serveWith(&sharedhost.Options{Idle: time.Hour, Manager: &manager.Options{
+		ProtocolVersion: legacyProtocol,
+		Reconnect:       manager.ReconnectPolicy{Initial: time.Millisecond, NoJitter: true},
+		Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(ctx, st, nil)
+			if err != nil {
+				return nil, err
+			}
+			conns <- ss
+			return ct, nil
+		},
+	}})
+	h, _, _ := rawHost(t, e, "host1", t.TempDir())
+	first := <-conns
+	ctx := shareCtx(t)
+	for _, uri := range []string{r1, r2} {
+		if err := h.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+		if got := next(t, asked, "subscribe "+uri); got != "subscribe "+uri {
+			t.Fatalf("the server was asked %q", got)
+		}
+	}
+	if err := h.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: r2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, asked, "unsubscribe "+r2); got != "unsubscribe "+r2 {
+		t.Fatalf("the server was asked %q", got)
+	}
+	first.Close() // the shared host's connection drops; it reconnects
+	select {
+	case <-conns:
+	case <-ctx.Done():
+		t.Fatal("the shared host did not reconnect")
+	}
+	if got := next(t, asked, "the resubscribe"); got != "subscribe "+r1 {
+		t.Fatalf("after the reconnect the server was asked %q, want subscribe %s (and nothing of %s)", got, r1, r2)
+	}
+	h.Close()
+	if got := next(t, asked, "the host's end"); got != "unsubscribe "+r1 {
+		t.Fatalf("after the host's end the server was asked %q, want unsubscribe %s", got, r1)
+	}
+}

@@ -2,6 +2,7 @@ package sharedhost
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -28,6 +29,15 @@ type subscriptions struct {
 	// the server's subscriptions follow by in order.
 	lock chan struct{}
 	by   map[string]map[*mcp.ServerSession]bool // uri → subscribed sessions; (lock)
+	// on says, per URI of by, on which of the server's connections (a
+	// value of conn) the server was subscribed to it. (lock)
+	on map[string]int
+
+	cmu sync.Mutex
+	// conn counts the server's connections the relay saw (a new
+	// ServerConnected); connectedAt is the latest's time. (cmu)
+	conn        int
+	connectedAt time.Time
 
 	qmu sync.Mutex
 	// queue holds the URIs updated and not yet told, in the order the
@@ -37,7 +47,7 @@ type subscriptions struct {
 }
 
 func newSubscriptions() *subscriptions {
-	return &subscriptions{lock: make(chan struct{}, 1), by: map[string]map[*mcp.ServerSession]bool{}}
+	return &subscriptions{lock: make(chan struct{}, 1), by: map[string]map[*mcp.ServerSession]bool{}, on: map[string]int{}}
 }
 
 func (s *subscriptions) acquire(ctx context.Context) error {
@@ -66,11 +76,13 @@ func (r *Relay) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		return nil
 	}
 	if len(set) == 0 {
+		conn := r.subs.connection()
 		if err := r.mgr.SubscribeResource(ctx, r.server, uri); err != nil {
 			return err
 		}
 		set = map[*mcp.ServerSession]bool{}
 		r.subs.by[uri] = set
+		r.subs.on[uri] = conn
 	}
 	set[ss] = true
 	return nil
@@ -154,9 +166,69 @@ func (r *Relay) leaveLocked(ctx context.Context, uri string, ss *mcp.ServerSessi
 		return
 	}
 	delete(r.subs.by, uri)
+	delete(r.subs.on, uri)
 	// A failure leaves the manager subscribed: its updates are then
 	// recorded and reach no session, as none is subscribed here.
 	r.mgr.UnsubscribeResource(ctx, r.server, uri)
+}
+
+// connection returns the number of the server's latest connection.
+func (s *subscriptions) connection() int {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	return s.conn
+}
+
+// connected notes the time of the server's latest connection (its
+// ServerConnected): a server that reconnected has none of the
+// subscriptions of its earlier connection, so the relay subscribes it
+// again to the URIs its sessions are subscribed to, on a goroutine of its
+// own (RelayOptions.Go).
+func (r *Relay) connected(at time.Time) {
+	q := r.subs
+	q.cmu.Lock()
+	if at.IsZero() || at.Equal(q.connectedAt) {
+		q.cmu.Unlock()
+		return
+	}
+	first := q.connectedAt.IsZero()
+	q.connectedAt = at
+	q.conn++
+	q.cmu.Unlock()
+	if !first {
+		r.spawn(r.resubscribe)
+	}
+}
+
+// resubscribe subscribes the server again to the URIs its sessions are
+// subscribed to that its latest connection was not subscribed to. A URI
+// whose subscribe fails stays the sessions'; the next connection tries it
+// again.
+func (r *Relay) resubscribe() {
+	ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+	defer cancel()
+	if r.subs.acquire(ctx) != nil {
+		return
+	}
+	defer r.subs.release()
+	conn := r.subs.connection()
+	for _, uri := range slices.Sorted(maps.Keys(r.subs.by)) {
+		if r.subs.on[uri] == conn {
+			continue
+		}
+		if r.mgr.SubscribeResource(ctx, r.server, uri) == nil {
+			r.subs.on[uri] = conn
+		}
+	}
+}
+
+// spawn runs f on a goroutine started by RelayOptions.Go.
+func (r *Relay) spawn(f func()) {
+	if r.opts.Go != nil {
+		r.opts.Go(f)
+	} else {
+		go f()
+	}
 }
 
 // ResourceUpdated tells the relay's sessions subscribed to uri that the
@@ -175,13 +247,8 @@ func (r *Relay) ResourceUpdated(uri string) {
 	start := !q.draining
 	q.draining = true
 	q.qmu.Unlock()
-	if !start {
-		return
-	}
-	if r.opts.Go != nil {
-		r.opts.Go(r.drainUpdates)
-	} else {
-		go r.drainUpdates()
+	if start {
+		r.spawn(r.drainUpdates)
 	}
 }
 
