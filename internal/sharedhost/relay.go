@@ -71,8 +71,9 @@ func (in *instance) build(c *events.ServerConnected) {
 // them. Calls, reads, prompt gets, completions and resource subscriptions
 // go through the manager (recorded there), a call's progress relayed; the
 // server's resource updates reach the sessions subscribed to them
-// ([Relay.ResourceUpdated]; [Relay.SessionEnded] forgets a session's). [Relay.Sync] brings its lists in step with the manager's view.
-// It is safe for concurrent use.
+// ([Relay.ResourceUpdated]; [Relay.SessionEnded] forgets a session's).
+// [Relay.Sync] brings its lists in step with the manager's view. It is
+// safe for concurrent use.
 type Relay struct {
 	mgr    *manager.Manager
 	server string

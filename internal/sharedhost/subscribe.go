@@ -13,13 +13,15 @@ import (
 // A relay relays resource subscriptions when its server offers them: the
 // server is subscribed to a URI once, however many of the relay's
 // sessions (the attached hosts) subscribed to it, and unsubscribed when
-// the last of them unsubscribed or ended; the server's updates of a URI
-// (as the manager records them, at most one a second) go to the sessions
-// subscribed to it, which the go-sdk server keeps track of.
+// the last of them unsubscribed or ended, and subscribed again when it
+// reconnected; the server's updates of a URI (as the manager records
+// them, at most one a second) go to the sessions subscribed to it, which
+// the go-sdk server keeps track of.
 
-// unsubscribeTimeout bounds an unsubscribe from the server that no
-// request of a host waits for (its session ended, or its listen was
-// cancelled).
+// unsubscribeTimeout bounds what the relay asks of the server about
+// subscriptions that no request of a host waits for: an unsubscribe when
+// a session ended or its listen was cancelled, a subscribe again after a
+// reconnect.
 const unsubscribeTimeout = 30 * time.Second
 
 // subscriptions are a relay's resource subscriptions.
