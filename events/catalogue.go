@@ -97,6 +97,18 @@ const (
 	ReasonError           DisconnectReason = "error"
 )
 
+// Chosen reports whether a [Disconnected] of this reason is one the
+// session chose (requested, reload, config changed, idle), rather than a
+// connection that ended on its own: no reconnect follows it and it is no
+// fault of the server.
+func (r DisconnectReason) Chosen() bool {
+	switch r {
+	case ReasonRequested, ReasonReload, ReasonConfigChanged, ReasonIdle:
+		return true
+	}
+	return false
+}
+
 // ActivationCause says who loaded tools into a session ([ToolsActivated]).
 type ActivationCause string
 

@@ -243,3 +243,17 @@ func TestArgSecrets(t *testing.T) {
 		t.Errorf("ArgSecrets = %q, want %q", got, want)
 	}
 }
+
+// TestDisconnectReasonChosen: the reasons a session chooses (no
+// reconnect follows, no fault) against those of a connection that ended
+// on its own.
+func TestDisconnectReasonChosen(t *testing.T) {
+	for r, want := range map[DisconnectReason]bool{
+		ReasonRequested: true, ReasonReload: true, ReasonConfigChanged: true, ReasonIdle: true,
+		ReasonTransportClosed: false, ReasonProcessExited: false, ReasonError: false, ReasonUnresponsive: false, "": false,
+	} {
+		if got := r.Chosen(); got != want {
+			t.Errorf("%q.Chosen() = %v, want %v", r, got, want)
+		}
+	}
+}

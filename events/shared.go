@@ -45,6 +45,11 @@ const (
 	DetachHostGone  = "host gone"
 )
 
+// ReasonIdle is the reason of the [Disconnected] a shared host records
+// when it stopped an instance because its idle period ended with no host
+// attached.
+const ReasonIdle DisconnectReason = "idle"
+
 func (*HostAttached) Type() string { return TypeHostAttached }
 func (*HostDetached) Type() string { return TypeHostDetached }
 

@@ -19,10 +19,23 @@ import (
 // When ctx ends first it returns ctx.Err() and the teardown completes in
 // the background.
 func (m *Manager) DisconnectServer(ctx context.Context, name string) error {
+	return m.DisconnectServerBecause(ctx, name, events.ReasonRequested)
+}
+
+// DisconnectServerBecause is [Manager.DisconnectServer] whose Disconnected
+// carries reason instead of "requested": for an owner that ends a server
+// for a reason of its own, such as a shared host stopping an instance
+// whose idle period ended ([events.ReasonIdle]). The reason must be one
+// the session chooses ([events.DisconnectReason.Chosen]); any other (a
+// drop's, which a reconnect follows) is an error and nothing is torn down.
+func (m *Manager) DisconnectServerBecause(ctx context.Context, name string, reason events.DisconnectReason) error {
+	if !reason.Chosen() {
+		return fmt.Errorf("manager: disconnect %q: reason %q is not one a session chooses", name, reason)
+	}
 	m.mu.Lock()
 	delete(m.sources, name)
 	m.mu.Unlock()
-	return m.disconnect(ctx, []string{name}, events.ReasonRequested, "")
+	return m.disconnect(ctx, []string{name}, reason, "")
 }
 
 // DisconnectAll tears every server down concurrently (a failure of one does

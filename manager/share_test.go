@@ -271,10 +271,8 @@ func testShareTwoHosts(t *testing.T, protocol string) {
 	if n, _ := count[*events.ToolCallFinished](sh); n != 5 {
 		t.Errorf("shared host: %d calls, want 5", n)
 	}
-	if n, d := count[*events.Disconnected](sh); n != 1 {
-		t.Errorf("shared host: %d Disconnected, want the idle stop", n)
-	} else {
-		t.Logf("idle stop: %s", d.Reason)
+	if n, d := count[*events.Disconnected](sh); n != 1 || d.Reason != events.ReasonIdle {
+		t.Errorf("shared host: %d Disconnected (%+v), want the idle stop", n, d)
 	}
 	var instance string
 	for _, s := range []string{"host1", "host2"} {
@@ -402,8 +400,8 @@ func TestShareHostGoneReleases(t *testing.T) {
 	if n, d := count[*events.HostDetached](sh); n != 1 || d.Reason != events.DetachHostGone || d.Pid != 4242 || d.Session != "gone" {
 		t.Errorf("HostDetached %d %+v: want the host gone", n, d)
 	}
-	if n, _ := count[*events.Disconnected](sh); n != 1 {
-		t.Errorf("%d Disconnected: want the idle stop", n)
+	if n, d := count[*events.Disconnected](sh); n != 1 || d.Reason != events.ReasonIdle {
+		t.Errorf("%d Disconnected (%+v): want the idle stop", n, d)
 	}
 	if n, c := count[*events.SessionClosed](sh); n != 1 || c.Reason != "idle" {
 		t.Errorf("SessionClosed %d %+v, want idle", n, c)

@@ -490,9 +490,7 @@ func (tr *translator) endConnection(sv *serverState, t time.Time, reason events.
 		return
 	}
 	kv := sv.peer()
-	switch reason {
-	case events.ReasonRequested, events.ReasonReload, events.ReasonConfigChanged, "":
-	default:
+	if reason != "" && !reason.Chosen() {
 		kv = append(kv, KeyErrorType.String(strings.ReplaceAll(string(reason), " ", "_")))
 	}
 	tr.inst.session(t.Sub(sv.connectedAt), kv)

@@ -32,9 +32,19 @@ const (
 
 // ServerState is one server as a session sees it.
 type ServerState struct {
-	Name       string
-	Status     Status // one of the Status constants
-	Transport  string
+	Name   string
+	Status Status // one of the Status constants
+	// Transport is the connection's transport: the configured one, or
+	// for a server the session asked to share, what its ServerConnected
+	// says happened ("shared", or "stdio" when it ran in the session's
+	// own process instead).
+	Transport string
+	// SharedInstance is the shared host's instance a shared server's
+	// connection uses ("" when not shared).
+	SharedInstance string
+	// NotShared is true when the session asked to share the server but
+	// could not and ran it itself.
+	NotShared  bool
 	Source     events.SourceMeta
 	ConfigHash string
 	Config     events.ServerConfig // redacted, as discovered
@@ -282,6 +292,7 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		if e.Transport != "" {
 			s.state.Transport = e.Transport
 		}
+		s.state.SharedInstance, s.state.NotShared = "", false
 		s.state.Attempt = e.Attempt
 		s.state.ConnectStartedAt = t
 		s.state.ConnectedAt = time.Time{}
@@ -292,6 +303,11 @@ func (v *ToolView) applyEvent(t time.Time, ev events.Event) {
 		v.setStatus(s, StatusConnected)
 		s.state.ConnectedAt = t
 		s.state.Pid = e.Pid
+		if e.Transport != "" { // set only for a server asked to share
+			s.state.Transport = e.Transport
+			s.state.SharedInstance = e.SharedInstance
+			s.state.NotShared = e.Transport != events.TransportShared
+		}
 		s.state.Instructions = e.Instructions
 		s.state.PeerName = e.PeerName
 		s.state.PeerVersion = e.PeerVersion

@@ -56,6 +56,37 @@ func TestToolViewTransitions(t *testing.T) {
 				Instructions: "be nice", ConnectStartedAt: t0, ConnectedAt: t0.Add(10 * time.Millisecond)},
 		},
 		{
+			name: "shared",
+			steps: []step{
+				{0, &events.ConnectStarted{Server: "fs", Transport: events.TransportShared, Attempt: 1}},
+				{0, &events.ServerConnected{Server: "fs", Transport: events.TransportShared, SharedInstance: "fs-0123abcd"}},
+			},
+			want: ServerState{Name: "fs", Status: StatusConnected, Transport: events.TransportShared, SharedInstance: "fs-0123abcd", Attempt: 1,
+				ConnectStartedAt: t0, ConnectedAt: t0},
+		},
+		{
+			// No shared host could be used: the session ran the server
+			// itself, which its ServerConnected says.
+			name: "asked to share, ran here",
+			steps: []step{
+				{0, &events.ConnectStarted{Server: "fs", Transport: events.TransportShared, Attempt: 1}},
+				{0, &events.ServerConnected{Server: "fs", Pid: 42, Transport: events.TransportStdio}},
+			},
+			want: ServerState{Name: "fs", Status: StatusConnected, Transport: events.TransportStdio, NotShared: true, Pid: 42, Attempt: 1,
+				ConnectStartedAt: t0, ConnectedAt: t0},
+		},
+		{
+			// A new attempt forgets how the last one went.
+			name: "reconnect of a shared server",
+			steps: []step{
+				{0, &events.ConnectStarted{Server: "fs", Transport: events.TransportShared, Attempt: 1}},
+				{0, &events.ServerConnected{Server: "fs", Pid: 42, Transport: events.TransportStdio}},
+				{0, &events.Disconnected{Server: "fs", Reason: events.ReasonProcessExited, Reconnecting: true}},
+				{0, &events.ConnectStarted{Server: "fs", Transport: events.TransportShared, Attempt: 2}},
+			},
+			want: ServerState{Name: "fs", Status: StatusConnecting, Transport: events.TransportShared, Pid: 42, Attempt: 2, ConnectStartedAt: t0},
+		},
+		{
 			name: "tools listed",
 			steps: []step{
 				{0, &events.ConnectStarted{Server: "fs", Attempt: 1}},

@@ -27,9 +27,18 @@
 //     0) is the one its ReconnectScheduled announced;
 //   - nothing-after-gave-up: after ReconnectGaveUp, nothing for the
 //     server until an explicit connect (a ConnectStarted of a round);
-//   - no-reconnect-after-requested-disconnect: a requested disconnect, a
-//     reload or a config change is never followed by ReconnectScheduled or
-//     a reconnect attempt.
+//   - no-reconnect-after-requested-disconnect: a disconnect the session
+//     chose (requested, a reload, a config change, a shared instance's
+//     idle stop) is never followed by ReconnectScheduled or a reconnect
+//     attempt.
+//
+// And in a shared host's session, per instance:
+//
+//   - attach-after-connected: HostAttached only once the instance
+//     connected;
+//   - detach-after-attach: HostDetached only of a host attached to it;
+//   - idle-stop-unattached: a Disconnected for being idle only when no
+//     host is attached to it.
 //
 // A RecordingGap says that events were lost at that point of the stream
 // (the store was unavailable for too long). A call open at the gap may have

@@ -25,9 +25,11 @@ const (
 	RuleNoReconnectAfterRequest = "no-reconnect-after-requested-disconnect"
 	RuleAuthAfterFailedConnect  = "auth-required-after-failed-connect"
 	// A shared host's session: a host attaches to an instance that
-	// connected, and detaches only after it attached.
+	// connected, and detaches only after it attached; an instance stops
+	// for being idle only with no host attached.
 	RuleAttachAfterConnected = "attach-after-connected"
 	RuleDetachAfterAttach    = "detach-after-attach"
+	RuleIdleStopUnattached   = "idle-stop-unattached"
 )
 
 // Violation is one broken invariant, pointing at the offending event.
@@ -120,6 +122,18 @@ func (c *Checker) srv(name string) *server {
 		c.servers[name] = s
 	}
 	return s
+}
+
+// attachedTo counts the open attachments of hosts to a shared host's
+// instance.
+func (c *Checker) attachedTo(server string) int {
+	n := 0
+	for a, k := range c.attached {
+		if a.server == server {
+			n += k
+		}
+	}
+	return n
 }
 
 func (c *Checker) fail(env events.Envelope, server, rule, format string, args ...any) {
@@ -243,6 +257,11 @@ func (c *Checker) Apply(env events.Envelope) {
 		}
 		delete(c.calls, env.CorrelationID)
 	case *events.Disconnected:
+		if e.Reason == events.ReasonIdle && !c.gapped {
+			if n := c.attachedTo(e.Server); n > 0 {
+				c.fail(env, e.Server, RuleIdleStopUnattached, "Disconnected for being idle with %d hosts attached", n)
+			}
+		}
 		s := c.srv(e.Server)
 		if !s.started {
 			c.fail(env, e.Server, RuleDisconnectAfterConnect, "Disconnected before any ConnectStarted")
@@ -253,7 +272,7 @@ func (c *Checker) Apply(env events.Envelope) {
 			c.fail(env, e.Server, RuleNothingAfterGaveUp, "Disconnected after ReconnectGaveUp")
 		}
 		s.phase, s.deferred, s.reconnecting = phaseDisconnected, false, e.Reconnecting
-		s.requested = e.Reason == events.ReasonRequested || e.Reason == events.ReasonReload || e.Reason == events.ReasonConfigChanged
+		s.requested = e.Reason.Chosen()
 		s.scheduled = 0
 	case *events.ReconnectScheduled:
 		s := c.srv(e.Server)

@@ -51,24 +51,27 @@ var (
 	start9   = &events.ConnectStarted{Server: "a", Round: 2, Attempt: 9}
 	attach   = &events.HostAttached{Server: "a", Session: "h", Pid: 7}
 	detach   = &events.HostDetached{Server: "a", Session: "h", Pid: 7, Reason: events.DetachRequested}
+	idleStop = &events.Disconnected{Server: "a", Reason: events.ReasonIdle}
 )
 
 func TestValidHistories(t *testing.T) {
 	for name, h := range map[string][]events.Envelope{
-		"full lifecycle":                 history(disc, start, conn, listed, gate, "c1", callS, callF, "", disconn, closed),
-		"deferred call":                  history(disc, start, gate, cached, "c1", callS, conn, listed, callF, "", closed),
-		"reconnect":                      history(disc, start, conn, disconn, disc, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 1}, conn, listed, closed),
-		"drop and reconnect":             history(disc, start, conn, dropped, sched2, "c1", callS, "", retry2, conn, listed, "c1", callF, "", closed),
-		"failed reconnect, then back":    history(disc, start, conn, dropped, sched2, retry2, failed, sched3, retry3, conn, closed),
-		"gave up, explicit connect":      history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, start9, conn, closed),
-		"requested end of a reconnect":   history(disc, start, conn, dropped, sched2, disconn, closed),
-		"failed":                         history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, closed),
-		"failed then retry":              history(disc, start, failed, gate, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn),
-		"in-flight call ends after drop": history(disc, start, conn, "c1", callS, "", &events.Disconnected{Server: "a", Reason: events.ReasonProcessExited}, "c1", callF, "", closed),
-		"open call in an open session":   history(disc, start, conn, "c1", callS),
-		"a shared host":                  history(disc, start, conn, listed, gate, attach, attach, "c1", callS, callF, "", detach, detach, disconn, closed),
-		"attach while reconnecting":      history(disc, start, conn, attach, dropped, sched2, retry2, attach, conn, detach, detach, closed),
-		"needs auth, then login":         history(disc, start, failed, &events.AuthRequired{Server: "a"}, gate, &events.AuthCompleted{Server: "a"}, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn, closed),
+		"full lifecycle":                  history(disc, start, conn, listed, gate, "c1", callS, callF, "", disconn, closed),
+		"deferred call":                   history(disc, start, gate, cached, "c1", callS, conn, listed, callF, "", closed),
+		"reconnect":                       history(disc, start, conn, disconn, disc, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 1}, conn, listed, closed),
+		"drop and reconnect":              history(disc, start, conn, dropped, sched2, "c1", callS, "", retry2, conn, listed, "c1", callF, "", closed),
+		"failed reconnect, then back":     history(disc, start, conn, dropped, sched2, retry2, failed, sched3, retry3, conn, closed),
+		"gave up, explicit connect":       history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, start9, conn, closed),
+		"requested end of a reconnect":    history(disc, start, conn, dropped, sched2, disconn, closed),
+		"failed":                          history(disc, start, conn, dropped, sched2, retry2, failed, gaveUp, closed),
+		"failed then retry":               history(disc, start, failed, gate, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn),
+		"in-flight call ends after drop":  history(disc, start, conn, "c1", callS, "", &events.Disconnected{Server: "a", Reason: events.ReasonProcessExited}, "c1", callF, "", closed),
+		"open call in an open session":    history(disc, start, conn, "c1", callS),
+		"a shared host":                   history(disc, start, conn, listed, gate, attach, attach, "c1", callS, callF, "", detach, detach, disconn, closed),
+		"idle stop after the last detach": history(disc, start, conn, attach, attach, detach, detach, idleStop, closed),
+		"idle stop, then a new instance":  history(disc, start, conn, attach, detach, idleStop, disc, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 1}, conn, attach, closed),
+		"attach while reconnecting":       history(disc, start, conn, attach, dropped, sched2, retry2, attach, conn, detach, detach, closed),
+		"needs auth, then login":          history(disc, start, failed, &events.AuthRequired{Server: "a"}, gate, &events.AuthCompleted{Server: "a"}, &events.ConnectStarted{Server: "a", Round: 2, Attempt: 2}, conn, closed),
 	} {
 		if v := verify.Session("s", h); len(v) != 0 {
 			t.Errorf("%s: unexpected violations: %v", name, v)
@@ -103,6 +106,8 @@ func TestEachInvariantFails(t *testing.T) {
 		{verify.RuleAuthAfterFailedConnect, history(disc, start, conn, &events.AuthRequired{Server: "a"}), 4},
 		{verify.RuleAttachAfterConnected, history(disc, start, attach, conn), 3},
 		{verify.RuleDetachAfterAttach, history(disc, start, conn, attach, detach, detach), 6},
+		{verify.RuleIdleStopUnattached, history(disc, start, conn, attach, attach, detach, idleStop), 7},
+		{verify.RuleNoReconnectAfterRequest, history(disc, start, conn, attach, detach, idleStop, sched2), 7},
 	} {
 		v := verify.Session("s", tc.h)
 		if len(v) != 1 || v[0].Rule != tc.rule || v[0].Seq != tc.seq {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,10 +59,21 @@ func runProxy(ctx context.Context, g *globals, args []string) error {
 	}
 	defer closeStore()
 	logger := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The server's updates of the resources the agent subscribed to go to
+	// it through the relay; the goroutines that tell it end before the
+	// proxy returns, after the session closed.
+	var relay atomic.Pointer[sharedhost.Relay]
+	var telling sync.WaitGroup
+	defer telling.Wait()
+	updated := func(server, uri string) {
+		if r := relay.Load(); r != nil && server == name {
+			r.ResourceUpdated(uri)
+		}
+	}
 	s, err := session.Start(ctx, j, &session.Options{
 		Loader: lopts, Servers: []events.ServerConfig{cfg}, Sources: map[string]events.SourceMeta{name: sources[name]},
 		Share:   shareOptions(true, g),
-		Manager: &manager.Options{Gate: time.Minute, Logger: logger},
+		Manager: &manager.Options{Gate: time.Minute, Logger: logger, OnResourceUpdated: updated},
 	})
 	if err != nil {
 		return err
@@ -76,17 +89,18 @@ func runProxy(ctx context.Context, g *globals, args []string) error {
 		return fmt.Errorf("MCP server %q did not connect: %s", name, st.Error)
 	}
 	c, _ := sharedhost.LastConnected(ctx, j.Store(), s.ID(), name)
-	relay := sharedhost.NewRelay(m, name, c, nil)
+	r := sharedhost.NewRelay(m, name, c, &sharedhost.RelayOptions{Go: telling.Go})
+	relay.Store(r)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	if updates, err := m.Watch(wctx); err == nil {
 		go func() {
 			for range updates {
-				relay.Sync()
+				r.Sync()
 			}
 		}()
 	}
-	err = relay.Server().Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{g.stdout}})
+	err = r.Server().Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{g.stdout}})
 	if ctx.Err() != nil {
 		return nil
 	}

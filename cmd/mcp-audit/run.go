@@ -74,16 +74,20 @@ type runGateJSON struct {
 }
 
 type runServerJSON struct {
-	Name      string            `json:"name"`
-	Status    projector.Status  `json:"status"`
-	Transport string            `json:"transport"`
-	Source    events.SourceMeta `json:"source"`
-	Tools     int               `json:"tools"`
-	Resources int               `json:"resources"`
-	Prompts   int               `json:"prompts"`
-	Pid       int               `json:"pid,omitempty"`
-	ReadyMs   *float64          `json:"readyMs"`
-	Error     string            `json:"error,omitempty"`
+	Name      string           `json:"name"`
+	Status    projector.Status `json:"status"`
+	Transport string           `json:"transport"`
+	// SharedInstance is the shared host's instance of a shared server;
+	// NotShared says sharing was asked for but the server runs here.
+	SharedInstance string            `json:"sharedInstance,omitempty"`
+	NotShared      bool              `json:"notShared,omitempty"`
+	Source         events.SourceMeta `json:"source"`
+	Tools          int               `json:"tools"`
+	Resources      int               `json:"resources"`
+	Prompts        int               `json:"prompts"`
+	Pid            int               `json:"pid,omitempty"`
+	ReadyMs        *float64          `json:"readyMs"`
+	Error          string            `json:"error,omitempty"`
 }
 
 type runCallJSON struct {
@@ -330,7 +334,7 @@ func runRun(ctx context.Context, g *globals, args []string) error {
 			ready = &v
 		}
 		out.Servers = append(out.Servers, runServerJSON{Name: st.Name, Status: serverStatus(st), Transport: st.Transport,
-			Source: st.Source, Tools: len(st.Tools), Resources: len(st.Resources), Prompts: len(st.Prompts), Pid: st.Pid,
+			SharedInstance: st.SharedInstance, NotShared: st.NotShared, Source: st.Source, Tools: len(st.Tools), Resources: len(st.Resources), Prompts: len(st.Prompts), Pid: st.Pid,
 			ReadyMs: ready, Error: st.Error})
 		if st.Error != "" && !slices.ContainsFunc(out.Errors, func(e session.LoadError) bool { return e.Path == "mcp:"+st.Name }) {
 			out.Errors = append(out.Errors, session.LoadError{Path: "mcp:" + st.Name, Error: st.Error})
@@ -651,10 +655,20 @@ func printServers(g *globals, view *projector.ToolView) int {
 			source = "-"
 		}
 		errText := clip(escapeLine(errorCause(st.Name, st.Error)), 80)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(string(serverStatus(st))), escapeLine(st.Transport), source, tools, ready, errText)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", escapeLine(st.Name), g.statusColor(string(serverStatus(st))), transportCell(st), source, tools, ready, errText)
 	}
 	tw.Flush()
 	return 2 + len(servers)
+}
+
+// transportCell is a server's TRANSPORT in the table: as its connection
+// went, so a server that was to be shared but runs in this process (no
+// shared host could be used) says so rather than "shared".
+func transportCell(st projector.ServerState) string {
+	if st.NotShared {
+		return escapeLine(st.Transport) + " (not shared)"
+	}
+	return escapeLine(st.Transport)
 }
 
 func printTools(g *globals, s *session.Session) {

@@ -201,7 +201,7 @@ func TestShareProxy(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	socket := filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", shared.SocketName)
 	db := filepath.Join(t.TempDir(), "e.db")
-	cfg := writeConfig(t, map[string][]string{"fx": {"name=fixture-x"}})
+	cfg := writeConfig(t, map[string][]string{"fx": {"name=fixture-x", "resources=1"}})
 	cwd := t.TempDir()
 	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
 	var pids []float64
@@ -218,6 +218,9 @@ func TestShareProxy(t *testing.T) {
 		sessions = append(sessions, cs)
 		if got := cs.InitializeResult().ServerInfo.Name; got != "fixture-x" {
 			t.Errorf("server name %q through the proxy, want the server's own", got)
+		}
+		if res := cs.InitializeResult().Capabilities.Resources; res == nil || !res.Subscribe {
+			t.Errorf("resources %+v through the proxy: want subscriptions, which the server offers", res)
 		}
 		tools, err := cs.ListTools(shareCtx(t), nil)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,6 +160,10 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 		if err := waitCmd(t, r, "run"); err != nil {
 			t.Fatalf("run %d: %v\n%s", i, err, outs[i])
 		}
+		_, table, _ := strings.Cut(outs[i].String(), "after settling:")
+		if !strings.Contains(table, "  shared  ") || strings.Contains(table, "not shared") {
+			t.Errorf("run %d: the table does not say fx is shared:\n%s", i, outs[i])
+		}
 	}
 	if err := waitCmd(t, d, "the idle daemon"); err != nil {
 		t.Fatalf("daemon: %v\n%s", err, dlog)
@@ -224,5 +229,60 @@ func TestShareTwoRunsOneServerProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", "shared.sock")); !os.IsNotExist(err) {
 		t.Errorf("the daemon left its socket: %v", err)
+	}
+}
+
+// TestShareRunFallbackTable runs `run --share` where no shared host can
+// be reached (the socket's directory is a file): the server runs in run's
+// own process, and the table, the JSON and the recording say so rather
+// than "shared".
+func TestShareRunFallbackTable(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	notDir := filepath.Join(t.TempDir(), "runtime")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", notDir)
+	db := filepath.Join(t.TempDir(), "e.db")
+	cfg := writeConfig(t, map[string][]string{"fx": {"only=echo"}})
+	cwd := t.TempDir()
+
+	code, out, errOut := runCmd(t, "--db", db, "run", "--share", "--once", "--gate", "1m", "--cwd", cwd, "--config", cfg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "not shared") {
+		t.Errorf("no log line says why the server is not shared:\n%s", errOut)
+	}
+	_, table, _ := strings.Cut(out, "after settling:")
+	row := ""
+	for line := range strings.Lines(table) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "fx" {
+			row = line
+		}
+	}
+	if f := strings.Fields(row); len(f) < 4 || f[1] != "connected" || !strings.Contains(row, "  stdio (not shared)  ") {
+		t.Errorf("table row of fx %q, want connected, stdio (not shared):\n%s", row, out)
+	}
+
+	code, out, errOut = runCmd(t, "--db", db, "--json", "run", "--share", "--once", "--gate", "1m", "--cwd", cwd, "--config", cfg)
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s %s", code, out, errOut)
+	}
+	var res runJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if len(res.Servers) != 1 || res.Servers[0].Transport != events.TransportStdio || !res.Servers[0].NotShared ||
+		res.Servers[0].SharedInstance != "" || res.Servers[0].Pid == 0 {
+		t.Errorf("--json servers %+v, want fx on stdio, not shared, with its pid", res.Servers)
+	}
+
+	for id, evs := range sessionEvents(t, db) {
+		_, cs := countOf[*events.ConnectStarted](evs)
+		_, c := countOf[*events.ServerConnected](evs)
+		if cs == nil || cs.Transport != events.TransportShared || c == nil || c.Transport != events.TransportStdio || c.SharedInstance != "" {
+			t.Errorf("session %s: ConnectStarted %+v, ServerConnected %+v, want shared, then stdio", id, cs, c)
+		}
 	}
 }

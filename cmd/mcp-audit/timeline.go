@@ -130,7 +130,7 @@ func buildTimeline(session string, envs func(yield func(events.Envelope, error) 
 			r.marks = append(r.marks, mark{kind: "deferred", at: at, text: fmt.Sprintf("%d cached %s", e.Count, plural(e.Count, "tool", "tools"))})
 		case *events.Disconnected:
 			if r, ok := rows[e.Server]; ok {
-				requested := e.Reason == events.ReasonRequested || e.Reason == events.ReasonReload || e.Reason == events.ReasonConfigChanged
+				requested := e.Reason.Chosen()
 				for _, kind := range []string{"connect", "list"} {
 					if closeOpen(r, kind, at, !requested) && requested {
 						r.spans[len(r.spans)-1].cut = true

@@ -122,6 +122,18 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 			return nil, ErrNoCause
 		}
 	}
+	// A server's resource updates go to the hosts subscribed to them (on
+	// a goroutine of h.updates: the manager's callback must not wait for
+	// a slow host).
+	notify := mo.OnResourceUpdated
+	mo.OnResourceUpdated = func(server, uri string) {
+		if notify != nil {
+			notify(server, uri)
+		}
+		if r := relayOf(server); r != nil {
+			r.ResourceUpdated(uri)
+		}
+	}
 	mgr, err := manager.New(j, session, &mo)
 	if err != nil {
 		l.Close()
@@ -201,6 +213,7 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 	if cerr := mgr.Close(cctx); err == nil {
 		err = cerr
 	}
+	h.updates.Wait() // none starts once the manager closed
 	return err
 }
 
@@ -221,6 +234,9 @@ type Host struct {
 	// requests counts the control and attach requests being served, so
 	// their HostDetached are recorded before SessionClosed.
 	requests sync.WaitGroup
+	// updates counts the deliveries of resource updates to the relays'
+	// sessions.
+	updates sync.WaitGroup
 
 	mu         sync.Mutex
 	hosts      map[string]*hostConn // attached hosts by id
@@ -420,7 +436,7 @@ func (h *Host) stop(in *instance) {
 		delete(h.instances, in.key)
 	}
 	h.mu.Unlock()
-	if err := h.mgr.DisconnectServer(context.WithoutCancel(h.ctx), in.id); err != nil {
+	if err := h.mgr.DisconnectServerBecause(context.WithoutCancel(h.ctx), in.id, events.ReasonIdle); err != nil {
 		h.log.Warn("shared host: stop server", "server", in.id, "err", err)
 	}
 	h.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/shared"
 	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/projector"
 )
 
 // instance is one shared server: a server of the shared host's manager
@@ -59,18 +60,20 @@ func (in *instance) build(c *events.ServerConnected) {
 		ctx, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(hc.ctx, cancel)
 		return ctx, func() { stop(); cancel() }
-	}})
+	}, Go: in.h.updates.Go})
 	in.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return in.relay.Server() }, nil)
 }
 
 // Relay is an MCP server that mirrors one server of a manager: the real
 // server's name, version, instructions and capabilities (lists always
-// with listChanged, since the relay follows the server's lists; no
-// resource subscriptions), and its tools, resources, resource templates
-// and prompts as the server listed them. Calls, reads, prompt gets and
-// completions go through the manager (recorded there), a call's progress
-// relayed. [Relay.Sync] brings its lists in step with the manager's view.
-// It is safe for concurrent use.
+// with listChanged, since the relay follows the server's lists), and its
+// tools, resources, resource templates and prompts as the server listed
+// them. Calls, reads, prompt gets, completions and resource subscriptions
+// go through the manager (recorded there), a call's progress relayed; the
+// server's resource updates reach the sessions subscribed to them
+// ([Relay.ResourceUpdated]; [Relay.SessionEnded] forgets a session's).
+// [Relay.Sync] brings its lists in step with the manager's view. It is
+// safe for concurrent use.
 type Relay struct {
 	mgr    *manager.Manager
 	server string
@@ -85,6 +88,8 @@ type Relay struct {
 	// calls counts the calls in flight by the relay session that made
 	// them, so a request of the server is sent to the host it is for.
 	calls map[*mcp.ServerSession]int
+
+	subs *subscriptions
 }
 
 // RelayOptions configure a [Relay]; nil means defaults.
@@ -92,6 +97,10 @@ type RelayOptions struct {
 	// CallContext, when set, derives the context of each call from the
 	// request's (the returned function is called when the call ends).
 	CallContext func(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc)
+	// Go starts the goroutine that tells the relay's sessions of resource
+	// updates ([Relay.ResourceUpdated]; default: a go statement), so its
+	// owner can wait for it (a WaitGroup's Go).
+	Go func(func())
 }
 
 // NewRelay returns a relay of the manager's server, described by its
@@ -100,7 +109,7 @@ type RelayOptions struct {
 func NewRelay(mgr *manager.Manager, server string, c *events.ServerConnected, opts *RelayOptions) *Relay {
 	r := &Relay{mgr: mgr, server: server, tools: map[string]events.ToolDef{},
 		resources: map[string]events.ResourceDef{}, templates: map[string]events.ResourceTemplateDef{}, prompts: map[string]events.PromptDef{},
-		calls: map[*mcp.ServerSession]int{}}
+		calls: map[*mcp.ServerSession]int{}, subs: newSubscriptions()}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -124,8 +133,12 @@ func NewRelay(mgr *manager.Manager, server string, c *events.ServerConnected, op
 	}
 	caps.Tools.ListChanged = true
 	if caps.Resources != nil {
-		// Subscriptions are not relayed; lists follow the server's.
-		caps.Resources.Subscribe, caps.Resources.ListChanged = false, true
+		// Lists follow the server's; subscriptions are relayed when it
+		// offers them.
+		caps.Resources.ListChanged = true
+		if caps.Resources.Subscribe {
+			sopts.SubscribeHandler, sopts.UnsubscribeHandler = r.subscribe, r.unsubscribe
+		}
 	}
 	if caps.Prompts != nil {
 		caps.Prompts.ListChanged = true
@@ -150,6 +163,9 @@ func (r *Relay) Sync() {
 	st, ok := r.mgr.View().Server(r.server)
 	if !ok {
 		return
+	}
+	if st.Status == projector.StatusConnected {
+		r.connected(st.ConnectedAt)
 	}
 	exposed := map[string]string{} // original → exposed name in the manager
 	for _, t := range r.mgr.Tools() {
@@ -365,6 +381,9 @@ func (h *Host) relayHTTP(w http.ResponseWriter, r *http.Request) {
 		h.detach(in, r.Header.Get(shared.HostHeader))
 	}
 	in.handler.ServeHTTP(w, r)
+	if r.Method == http.MethodDelete {
+		in.relay.forgetEnded() // the session just closed
+	}
 }
 
 // detach releases one attachment of the host named hostID to in.
@@ -434,6 +453,7 @@ func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(hc.ctx, func() { ss.Close() })
 	ss.Wait()
 	stop()
+	in.relay.SessionEnded(ss)
 	h.mu.Lock()
 	n := hc.attached[in]
 	if n > 0 {
