@@ -200,3 +200,18 @@ func (m *Manager) closeShare() {
 		c.Close()
 	}
 }
+
+// sharedFirstTools returns, once, the first page of tools/list of a shared
+// server's connection as its attach answered it; ok is false when the
+// page is to be asked for (another page, no attach answer, or another
+// protocol version than the answer's).
+func (lc *liveConn) sharedFirstTools(cursor string) (*mcp.ListToolsResult, bool) {
+	if cursor != "" || lc.attach == nil || lc.cs == nil {
+		return nil, false
+	}
+	init := lc.cs.InitializeResult()
+	if init == nil {
+		return nil, false
+	}
+	return shared.FirstTools(lc.attach, init.ProtocolVersion)
+}

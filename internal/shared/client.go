@@ -10,8 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -173,7 +175,7 @@ func (c *Client) Attach(ctx context.Context, a Attach) (Attached, error) {
 // JSON-RPC), which costs a call no HTTP exchange of its own. Closing its
 // session releases the instance; the end of the control stream closes it.
 func (c *Client) Transport(a Attached) mcp.Transport {
-	return &streamTransport{c: c, path: Stream(a.Instance)}
+	return &streamTransport{c: c, path: Stream(a.Instance), answers: a.Answers}
 }
 
 // HTTPTransport returns the instance's streamable-HTTP transport, for a
@@ -184,8 +186,10 @@ func (c *Client) HTTPTransport(a Attached) mcp.Transport {
 
 // streamTransport opens an instance's stream.
 type streamTransport struct {
-	c    *Client
-	path string
+	c       *Client
+	path    string
+	answers *Answers    // of the attach; nil: none
+	listed  atomic.Bool // FirstTools took the answer's tools
 }
 
 func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -204,6 +208,9 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	req.Header.Set(HostHeader, t.c.welcome.Host)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", StreamProtocol)
+	if t.answers != nil {
+		req.Header.Set(RevisionHeader, strconv.FormatUint(t.answers.Revision, 10))
+	}
 	br := bufio.NewReader(conn)
 	var resp *http.Response
 	if err = req.Write(conn); err == nil {
@@ -232,6 +239,63 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		}
 	}()
 	return (&mcp.IOTransport{Reader: s, Writer: s}).Connect(ctx)
+}
+
+// Answering returns the sending middleware that answers, on a client
+// connection of t (a transport of [Client.Transport]), the first
+// server/discover sent at [AnswersProtocol] from the attach answer's
+// [Answers], which saves the stream its round trip; nil when the attach
+// answer had none. Other requests, and a discover at another version, go
+// to the stream.
+func Answering(t mcp.Transport) mcp.Middleware {
+	st, ok := t.(*streamTransport)
+	if !ok || st.answers == nil {
+		return nil
+	}
+	a := st.answers
+	var discovered atomic.Bool
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "server/discover" {
+				p, _ := req.GetParams().(*mcp.DiscoverParams)
+				if p != nil && atAnswersProtocol(p.Meta) && discovered.CompareAndSwap(false, true) {
+					var res mcp.DiscoverResult
+					if json.Unmarshal(a.Discover, &res) == nil {
+						return &res, nil
+					}
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// FirstTools returns, once per transport t (of [Client.Transport]), the
+// first page of the instance's tools/list as the attach answer gave it,
+// for a session at protocol version pv: the host takes it for the answer
+// to its first tools/list, which saves the stream that round trip. ok is
+// false when there is none to take: no answers, pv is not
+// [AnswersProtocol], or it was taken. The shared host tells the stream of
+// every change of the tools since the answer was made, so the list the
+// host keeps follows the instance's. The tools are the relay's, which
+// its own client's checks let through already.
+func FirstTools(t mcp.Transport, pv string) (*mcp.ListToolsResult, bool) {
+	st, ok := t.(*streamTransport)
+	if !ok || st.answers == nil || pv != AnswersProtocol || !st.listed.CompareAndSwap(false, true) {
+		return nil, false
+	}
+	var res mcp.ListToolsResult
+	if json.Unmarshal(st.answers.Tools, &res) != nil {
+		return nil, false
+	}
+	return &res, true
+}
+
+// atAnswersProtocol reports whether a request's _meta says it is sent at
+// [AnswersProtocol].
+func atAnswersProtocol(meta mcp.Meta) bool {
+	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	return v == AnswersProtocol
 }
 
 // detachWait bounds how long closing a stream waits for the shared host

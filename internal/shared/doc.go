@@ -16,7 +16,7 @@
 //	                                       host and cancels its calls in flight
 //	POST /v1/hosts/{host}/attach {...}     the server's config as configured, the command,
 //	                                       arguments, working directory and resolved env values
-//	                                       to launch, its roots → {instance, endpoint}
+//	                                       to launch, its roots → {instance, endpoint, answers}
 //	POST /v1/s/{instance}/stream           Upgrade: mcplife-jsonrpc → 101, then the connection is
 //	                                       one MCP session of the instance, newline-delimited
 //	                                       JSON-RPC both ways (the data path: a call costs no
@@ -25,6 +25,16 @@
 //	/v1/s/{instance}/mcp                   the instance as a streamable-HTTP MCP server, for a
 //	                                       client that wants HTTP; the DELETE that closes its
 //	                                       MCP session detaches
+//
+// The answers of an attach are the instance's results to server/discover
+// and to a tools/list without a cursor, at 2026-07-28 ([AnswersProtocol]),
+// as of a revision of its tools: a host at that version takes them for
+// the answers to its first two requests ([Answering], [FirstTools]) and
+// sends neither over its stream. It names the revision in the stream's
+// Mcplife-Tools-Revision header; when the stream's subscriptions/listen
+// is acknowledged and the tools changed since, the shared host sends the
+// stream notifications/tools/list_changed, so the host lists again. A
+// later change reaches the listen as ever.
 //
 // Every request of a host names it in the Mcplife-Host header. The
 // resolved values travel over the socket only; the shared host compares

@@ -381,8 +381,14 @@ func (h *Host) attach(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	h.record(&events.HostAttached{Server: in.id, Session: hc.hello.Session, Pid: hc.hello.Pid})
+	att := shared.Attached{Instance: in.id, Endpoint: shared.Endpoint(in.id)}
+	if a, err := in.relay.answers(r.Context()); err == nil {
+		att.Answers = a
+	} else {
+		h.log.Warn("shared host: the relay's answers for the attach", "server", in.id, "err", err)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(shared.Attached{Instance: in.id, Endpoint: shared.Endpoint(in.id)})
+	json.NewEncoder(w).Encode(att)
 }
 
 // record records a shared-host event, logging a failure.

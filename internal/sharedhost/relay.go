@@ -85,6 +85,10 @@ type Relay struct {
 	// calls counts the calls in flight by the relay session that made
 	// them, so a request of the server is sent to the host it is for.
 	calls map[*mcp.ServerSession]int
+	// rev counts the changes of tools; ans are the answers of an attach
+	// as of one revision (answers.go).
+	rev uint64
+	ans *shared.Answers
 }
 
 // RelayOptions configure a [Relay]; nil means defaults.
@@ -136,6 +140,7 @@ func NewRelay(mgr *manager.Manager, server string, c *events.ServerConnected, op
 		}
 	}
 	r.srv = mcp.NewServer(impl, sopts)
+	r.srv.AddSendingMiddleware(r.tellChanges)
 	r.Sync()
 	return r
 }
@@ -171,6 +176,7 @@ func (r *Relay) Sync() {
 	}
 	if len(gone) > 0 {
 		slices.Sort(gone)
+		r.rev++ // before the change: see answers.go
 		r.srv.RemoveTools(gone...)
 		for _, n := range gone {
 			delete(r.tools, n)
@@ -184,6 +190,7 @@ func (r *Relay) Sync() {
 		if name == "" {
 			continue
 		}
+		r.rev++
 		r.srv.AddTool(relayTool(d), r.callHandler(name))
 		r.tools[d.Name] = d
 	}
@@ -427,7 +434,8 @@ func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 	}
 	// The host travels in the session's context, which the go-sdk hands
 	// to each request's handler.
-	ss, err := in.relay.Server().Connect(context.WithValue(hc.ctx, hostKey{}, hc), &mcp.IOTransport{Reader: s, Writer: s}, nil)
+	sctx := withRevision(context.WithValue(hc.ctx, hostKey{}, hc), r.Header.Get(shared.RevisionHeader))
+	ss, err := in.relay.Server().Connect(sctx, &mcp.IOTransport{Reader: s, Writer: s}, nil)
 	if err != nil {
 		return
 	}
