@@ -82,11 +82,14 @@ func (m *Manager) dialShared(ctx context.Context, s *server, res transport.Resol
 	defer cancel()
 	c, err := m.shareClient(actx)
 	if err == nil {
-		var att shared.Attached
-		att, err = c.Attach(actx, m.attachOf(s, res))
+		var (
+			att shared.Attached
+			t   mcp.Transport
+		)
+		att, t, err = c.AttachStream(actx, m.attachOf(s, res))
 		if err == nil {
 			m.noteShare(s.name, shareNote{events.TransportShared, att.Instance})
-			return c.Transport(att), nil
+			return t, nil
 		}
 		if errors.Is(err, shared.ErrServerFailed) {
 			return nil, err // it would fail here too

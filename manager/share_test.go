@@ -843,3 +843,74 @@ func TestShareAttachAnswersFollowChanges(t *testing.T) {
 		t.Errorf("the list over the second stream has no later tool")
 	}
 }
+
+// countingListener counts the connections it accepted.
+type countingListener struct {
+	net.Listener
+	mu sync.Mutex
+	n  int
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.n++
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *countingListener) accepted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// TestShareAttachOpensTheStream: a host attaching servers opens one
+// connection for its control stream and one per server, whose attach and
+// stream share it; the servers work over it, and the host's close of
+// each detaches it on request.
+func TestShareAttachOpensTheStream(t *testing.T) {
+	e := newShareEnv(t)
+	l, err := shared.Listen(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: l}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { e.served <- sharedhost.Serve(ctx, cl, e.j, "shared", &sharedhost.Options{Idle: time.Hour}) }()
+	cmd, args := fixturetest.Command(t)
+	var cfgs []events.ServerConfig
+	for i := range 3 {
+		cfgs = append(cfgs, events.ServerConfig{Name: "fx" + strconv.Itoa(i), Command: cmd, Args: args})
+	}
+	m := e.manager("host", t.TempDir())
+	res, err := m.ConnectServers(shareCtx(t), cfgs, nil)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	for _, cfg := range cfgs {
+		tool, ok := m.Tool("mcp_" + cfg.Name + "_echo")
+		if !ok {
+			t.Fatalf("no echo of %s in %v", cfg.Name, m.Tools())
+		}
+		if r, err := tool.Call(shareCtx(t), map[string]any{"text": cfg.Name}); err != nil || r.Err != nil || r.Text() != cfg.Name {
+			t.Fatalf("echo of %s: %v %v %q", cfg.Name, err, r.Err, r.Text())
+		}
+	}
+	if got, want := cl.accepted(), 1+len(cfgs); got != want {
+		t.Errorf("the shared host accepted %d connections, want %d (the control stream and one per server)", got, want)
+	}
+	if err := m.DisconnectAll(shareCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, d := range filter[*events.HostDetached](e.events("shared")) {
+		reasons = append(reasons, d.Reason)
+	}
+	if want := []string{events.DetachRequested, events.DetachRequested, events.DetachRequested}; !slices.Equal(reasons, want) {
+		t.Errorf("HostDetached reasons %v, want %v", reasons, want)
+	}
+}

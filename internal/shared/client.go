@@ -170,6 +170,68 @@ func (c *Client) Attach(ctx context.Context, a Attach) (Attached, error) {
 	return out, nil
 }
 
+// AttachStream is [Client.Attach] and the stream of [Client.Transport]
+// in one exchange on one connection: the attach asks for the upgrade, and
+// its answer is the stream's first line. The transport returned connects
+// once, to that stream; closing its session releases the instance.
+func (c *Client) AttachStream(ctx context.Context, a Attach) (Attached, mcp.Transport, error) {
+	select {
+	case <-c.done:
+		return Attached{}, nil, fmt.Errorf("shared: %s: control stream ended", c.socket)
+	default:
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return Attached{}, nil, err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.socket)
+	if err != nil {
+		return Attached{}, nil, fmt.Errorf("shared: attach: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() }) // until the answer is read
+	req, _ := http.NewRequest(http.MethodPost, baseURL+PathHosts+"/"+c.welcome.Host+PathAttach, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HostHeader, c.welcome.Host)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", StreamProtocol)
+	br := bufio.NewReader(conn)
+	var (
+		resp *http.Response
+		line []byte
+	)
+	if err = req.Write(conn); err == nil {
+		resp, err = http.ReadResponse(br, req)
+	}
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		line, err = br.ReadBytes('\n')
+	}
+	if !stop() {
+		conn.Close()
+		return Attached{}, nil, ctx.Err()
+	}
+	if err != nil {
+		conn.Close()
+		return Attached{}, nil, fmt.Errorf("shared: attach: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		defer conn.Close()
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusBadGateway {
+			return Attached{}, nil, fmt.Errorf("%w: %w", ErrServerFailed, failure(resp))
+		}
+		return Attached{}, nil, fmt.Errorf("shared: attach: %w", failure(resp))
+	}
+	var att Attached
+	if err := json.Unmarshal(line, &att); err != nil || att.Instance == "" {
+		conn.Close()
+		return Attached{}, nil, fmt.Errorf("shared: attach: bad answer %q", strings.TrimSpace(string(line)))
+	}
+	t := &streamTransport{c: c, path: Stream(att.Instance), answers: att.Answers, opened: &atomic.Pointer[upgraded]{}}
+	t.opened.Store(&upgraded{conn: conn, r: br})
+	return att, t, nil
+}
+
 // Transport returns the MCP transport of an attached instance: a stream
 // of its own on the socket (an HTTP request upgraded to newline-delimited
 // JSON-RPC), which costs a call no HTTP exchange of its own. Closing its
@@ -190,6 +252,15 @@ type streamTransport struct {
 	path    string
 	answers *Answers    // of the attach; nil: none
 	listed  atomic.Bool // FirstTools took the answer's tools
+	// opened, when set, holds the stream [Client.AttachStream] opened,
+	// until the one Connect takes it.
+	opened *atomic.Pointer[upgraded]
+}
+
+// upgraded is a connection upgraded to a stream, whose reads go through r.
+type upgraded struct {
+	conn net.Conn
+	r    *bufio.Reader
 }
 
 func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -197,6 +268,13 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	case <-t.c.done:
 		return nil, fmt.Errorf("shared: %s: control stream ended", t.c.socket)
 	default:
+	}
+	if t.opened != nil {
+		o := t.opened.Swap(nil)
+		if o == nil {
+			return nil, fmt.Errorf("shared: %s: the attach's stream was connected already", t.path)
+		}
+		return t.open(ctx, o.conn, o.r)
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", t.c.socket)
@@ -230,6 +308,12 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		conn.Close()
 		return nil, fmt.Errorf("shared: stream: %w", err)
 	}
+	return t.open(ctx, conn, br)
+}
+
+// open returns the MCP connection of an upgraded stream, whose reads go
+// through br.
+func (t *streamTransport) open(ctx context.Context, conn net.Conn, br *bufio.Reader) (mcp.Connection, error) {
 	s := &stream{Conn: conn, r: br, closed: make(chan struct{}), eof: make(chan struct{}), ended: t.c.done}
 	go func() {
 		select {

@@ -421,6 +421,14 @@ func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.requests.Done()
+	h.serveStream(w, in, hc, nil, r.Header.Get(shared.RevisionHeader))
+}
+
+// serveStream upgrades a request of hc to in's stream, whose first bytes
+// after the 101 are first, and serves it until its end, which releases
+// one attachment of hc to in. revision is that of the answers hc was
+// given ("": none).
+func (h *Host) serveStream(w http.ResponseWriter, in *instance, hc *hostConn, first []byte, revision string) {
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
@@ -429,12 +437,13 @@ func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 	conn.SetDeadline(time.Time{})
 	s := &stream{Conn: conn, r: brw.Reader}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+shared.StreamProtocol+"\r\n\r\n"); err != nil {
+	head := "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + shared.StreamProtocol + "\r\n\r\n"
+	if _, err := io.WriteString(conn, head+string(first)); err != nil {
 		return
 	}
 	// The host travels in the session's context, which the go-sdk hands
 	// to each request's handler.
-	sctx := withRevision(context.WithValue(hc.ctx, hostKey{}, hc), r.Header.Get(shared.RevisionHeader))
+	sctx := withRevision(context.WithValue(hc.ctx, hostKey{}, hc), revision)
 	ss, err := in.relay.Server().Connect(sctx, &mcp.IOTransport{Reader: s, Writer: s}, nil)
 	if err != nil {
 		return
