@@ -214,6 +214,17 @@ func (c *Client) AttachStream(ctx context.Context, a Attach) (Attached, mcp.Tran
 		conn.Close()
 		return Attached{}, nil, fmt.Errorf("shared: attach: %w", err)
 	}
+	if resp.StatusCode == http.StatusOK {
+		// A shared host that opens no stream with an attach: the stream
+		// is opened on its own, as by Attach and Transport.
+		defer conn.Close()
+		defer resp.Body.Close()
+		var att Attached
+		if err := json.NewDecoder(resp.Body).Decode(&att); err != nil {
+			return Attached{}, nil, fmt.Errorf("shared: attach: %w", err)
+		}
+		return att, c.Transport(att), nil
+	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer conn.Close()
 		defer resp.Body.Close()
