@@ -399,6 +399,9 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	} else {
 		defs, hints, err = m.listTools(lc.ctx, s, lc)
 	}
+	// An attach answer stands for the first list at most: a later one
+	// follows a change.
+	lc.attach = nil
 	if s.ctx.Err() != nil {
 		// Asked to disconnect (the command cancelled the list, and a
 		// list that succeeded meanwhile is dropped too): the teardown
