@@ -116,8 +116,9 @@ func BenchmarkSharedCall(b *testing.B) {
 }
 
 // BenchmarkSharedAttach: a host connecting 10 fixture servers that
-// another host keeps running in the shared host (attach, initialize,
-// tools/list of each, in parallel), until it has all their tools; median
+// another host keeps running in the shared host (each server's attach,
+// whose answer opens its stream and stands for server/discover and the
+// first tools/list, in parallel), until it has all their tools; median
 // and p99 over the rounds.
 func BenchmarkSharedAttach(b *testing.B) {
 	sb := newSharedBench(b)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/internal/shared"
 	"github.com/mcplife/mcplife/manager/internal/conn"
 	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/projector"
@@ -398,6 +399,9 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 	} else {
 		defs, hints, err = m.listTools(lc.ctx, s, lc)
 	}
+	// An attach answer stands for the first list at most: a later one
+	// follows a change.
+	lc.attach = nil
 	if s.ctx.Err() != nil {
 		// Asked to disconnect (the command cancelled the list, and a
 		// list that succeeded meanwhile is dropped too): the teardown
@@ -524,6 +528,12 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.Client.Name, Version: m.opts.Client.Version}, copts)
 	client.AddSendingMiddleware(lc.wire.inner) // first: the innermost, nearest the wire
+	if mw := shared.Answering(t); mw != nil {
+		// A shared server's attach answered server/discover already: the
+		// era takes the answer as the wire's.
+		client.AddSendingMiddleware(mw)
+		lc.attach = t
+	}
 	transport.OnListenEnd(t, func(err error) { m.listenEnded(s, lc, err) })
 	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
 	client.AddRoots(m.rootsFor(s.cfg)...)

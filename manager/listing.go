@@ -42,9 +42,12 @@ func (m *Manager) listTools(ctx context.Context, s *server, lc *liveConn) ([]eve
 	var defs []events.ToolDef
 	hints := hintsFold{off: !carriesHints(lc.cs)}
 	err := m.paginate(lctx, s, "tools/list", "tools", func(ctx context.Context, cursor string) (int, string, error) {
-		res, err := lc.cs.ListTools(ctx, &mcp.ListToolsParams{Meta: m.logMeta(lc), Cursor: cursor})
-		if err != nil {
-			return 0, "", err
+		res, ok := lc.sharedFirstTools(cursor)
+		if !ok {
+			var err error
+			if res, err = lc.cs.ListTools(ctx, &mcp.ListToolsParams{Meta: m.logMeta(lc), Cursor: cursor}); err != nil {
+				return 0, "", err
+			}
 		}
 		hints.add(res.Cacheable)
 		for _, t := range res.Tools {

@@ -82,6 +82,9 @@ type server struct {
 type liveConn struct {
 	cs   *mcp.ClientSession
 	proc *proc.Process // stdio only
+	// attach is the transport of a shared server's attach, whose answer
+	// may stand for the first tools/list (share.go); nil otherwise.
+	attach mcp.Transport
 	// ctx ends with the connection: when the server is torn down, when the
 	// session's Wait returned, when the process exited, or when the
 	// manager closed the connection (a failed health check, a flood, a

@@ -82,11 +82,14 @@ func (m *Manager) dialShared(ctx context.Context, s *server, res transport.Resol
 	defer cancel()
 	c, err := m.shareClient(actx)
 	if err == nil {
-		var att shared.Attached
-		att, err = c.Attach(actx, m.attachOf(s, res))
+		var (
+			att shared.Attached
+			t   mcp.Transport
+		)
+		att, t, err = c.AttachStream(actx, m.attachOf(s, res))
 		if err == nil {
 			m.noteShare(s.name, shareNote{events.TransportShared, att.Instance})
-			return c.Transport(att), nil
+			return t, nil
 		}
 		if errors.Is(err, shared.ErrServerFailed) {
 			return nil, err // it would fail here too
@@ -199,4 +202,19 @@ func (m *Manager) closeShare() {
 	if c != nil {
 		c.Close()
 	}
+}
+
+// sharedFirstTools returns, once, the first page of tools/list of a shared
+// server's connection as its attach answered it; ok is false when the
+// page is to be asked for (another page, no attach answer, or another
+// protocol version than the answer's).
+func (lc *liveConn) sharedFirstTools(cursor string) (*mcp.ListToolsResult, bool) {
+	if cursor != "" || lc.attach == nil || lc.cs == nil {
+		return nil, false
+	}
+	init := lc.cs.InitializeResult()
+	if init == nil {
+		return nil, false
+	}
+	return shared.FirstTools(lc.attach, init.ProtocolVersion)
 }

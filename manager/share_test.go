@@ -703,3 +703,212 @@ func TestShareStreamAndHTTP(t *testing.T) {
 		t.Errorf("HostDetached of the host: %v, want %v", detached, want)
 	}
 }
+
+// TestShareAttachAnswersFirstRequests: a host at 2026-07-28 takes the
+// shared server's server/discover and first tools/list from the attach
+// answer: neither goes over its stream (its transcript has neither),
+// and it has the server's tools and calls them as ever.
+func TestShareAttachAnswersFirstRequests(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(t)
+	cfg := events.ServerConfig{Name: "fx", Command: cmd, Args: args}
+	m := e.manager("host", t.TempDir(), func(o *manager.Options) {
+		o.ProtocolVersion = shared.AnswersProtocol
+		o.Transcript = true
+	})
+	res, err := m.ConnectServers(shareCtx(t), []events.ServerConfig{cfg}, nil)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	if _, ok := m.Tool("mcp_fx_change_tools"); !ok || len(m.Tools()) != len(fixture.BuiltinTools) {
+		t.Fatalf("tools %v, want the fixture's %d", m.Tools(), len(fixture.BuiltinTools))
+	}
+	tool, _ := m.Tool("mcp_fx_echo")
+	if r, err := tool.Call(shareCtx(t), map[string]any{"text": "hi"}); err != nil || r.Err != nil || r.Text() != "hi" {
+		t.Fatalf("echo: %v %v %q", err, r.Err, r.Text())
+	}
+	m.Close(shareCtx(t))
+	lines, err := e.st.(store.TranscriptStore).ReadTranscript(shareCtx(t), "host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, l := range lines {
+		if l.Direction != store.TranscriptOut {
+			continue
+		}
+		var msg struct {
+			Method string `json:"method"`
+		}
+		json.Unmarshal([]byte(l.Message), &msg)
+		sent = append(sent, msg.Method)
+	}
+	if !slices.Contains(sent, "tools/call") {
+		t.Fatalf("the transcript has no call: %v", sent)
+	}
+	for _, method := range []string{"server/discover", "tools/list"} {
+		if slices.Contains(sent, method) {
+			t.Errorf("%s went over the stream: %v", method, sent)
+		}
+	}
+	listed := filter[*events.ToolsListed](e.events("host"))
+	if len(listed) != 1 || listed[0].Cause != events.CauseInitial || listed[0].Count != len(fixture.BuiltinTools) {
+		t.Errorf("ToolsListed %+v, want one initial list of the fixture's tools", listed)
+	}
+}
+
+// TestShareAttachAnswersFollowChanges: the tools change after an attach
+// answered and before its stream opened; the stream is told when its
+// listen is acknowledged, and a list over it has the change.
+func TestShareAttachAnswersFollowChanges(t *testing.T) {
+	e := newShareEnv(t)
+	e.serve(time.Hour)
+	cmd, args := fixturetest.Command(t)
+	a := shared.Attach{Name: "fx", Config: events.ServerConfig{Name: "fx", Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: t.TempDir()}
+	// connect attaches a host and opens its stream at the answers'
+	// version; its list changes are signalled on the returned channel.
+	connect := func(c *shared.Client, att shared.Attached) (*mcp.ClientSession, <-chan struct{}) {
+		t.Helper()
+		changed := make(chan struct{}, 1)
+		client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			},
+		})
+		tr := c.Transport(att)
+		client.AddSendingMiddleware(shared.Answering(tr))
+		cs, err := client.Connect(shareCtx(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: shared.AnswersProtocol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs, changed
+	}
+	dial := func(session string) *shared.Client {
+		t.Helper()
+		c, err := shared.Dial(shareCtx(t), e.socket, shared.Hello{Session: session, Pid: 4545})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	hasLater := func(tools []*mcp.Tool) bool {
+		return slices.ContainsFunc(tools, func(t *mcp.Tool) bool { return t.Name == "later" })
+	}
+	c1, c2 := dial("one"), dial("two")
+	att1, err := c1.Attach(shareCtx(t), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs1, changed1 := connect(c1, att1)
+	att2, err := c2.Attach(shareCtx(t), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att2.Instance != att1.Instance || att2.Answers == nil {
+		t.Fatalf("second attach: instance %s (want %s), answers %v", att2.Instance, att1.Instance, att2.Answers != nil)
+	}
+	// The first host adds a tool; once it is told, the relay has it.
+	if res, err := cs1.CallTool(shareCtx(t), &mcp.CallToolParams{Name: "change_tools", Arguments: map[string]any{"add": "later"}}); err != nil || res.IsError {
+		t.Fatalf("change_tools: %v %+v", err, res)
+	}
+	waited := shareCtx(t)
+	select {
+	case <-changed1:
+	case <-waited.Done():
+		t.Fatal("the first stream was never told of the change")
+	}
+	tr2 := c2.Transport(att2)
+	if first, ok := shared.FirstTools(tr2, shared.AnswersProtocol); !ok || hasLater(first.Tools) {
+		t.Fatalf("the second attach answer's tools (%v): want them without the later tool", ok)
+	}
+	cs2, changed2 := connect(c2, att2)
+	select {
+	case <-changed2:
+	case <-waited.Done():
+		t.Fatal("the second stream was never told that the tools changed since its attach answer")
+	}
+	list, err := cs2.ListTools(shareCtx(t), &mcp.ListToolsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasLater(list.Tools) {
+		t.Errorf("the list over the second stream has no later tool")
+	}
+}
+
+// countingListener counts the connections it accepted.
+type countingListener struct {
+	net.Listener
+	mu sync.Mutex
+	n  int
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.n++
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *countingListener) accepted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+// TestShareAttachOpensTheStream: a host attaching servers opens one
+// connection for its control stream and one per server, whose attach and
+// stream share it; the servers work over it, and the host's close of
+// each detaches it on request.
+func TestShareAttachOpensTheStream(t *testing.T) {
+	e := newShareEnv(t)
+	l, err := shared.Listen(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: l}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { e.served <- sharedhost.Serve(ctx, cl, e.j, "shared", &sharedhost.Options{Idle: time.Hour}) }()
+	cmd, args := fixturetest.Command(t)
+	var cfgs []events.ServerConfig
+	for i := range 3 {
+		cfgs = append(cfgs, events.ServerConfig{Name: "fx" + strconv.Itoa(i), Command: cmd, Args: args})
+	}
+	m := e.manager("host", t.TempDir())
+	res, err := m.ConnectServers(shareCtx(t), cfgs, nil)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("connect: %v %v", err, res.Errors)
+	}
+	for _, cfg := range cfgs {
+		tool, ok := m.Tool("mcp_" + cfg.Name + "_echo")
+		if !ok {
+			t.Fatalf("no echo of %s in %v", cfg.Name, m.Tools())
+		}
+		if r, err := tool.Call(shareCtx(t), map[string]any{"text": cfg.Name}); err != nil || r.Err != nil || r.Text() != cfg.Name {
+			t.Fatalf("echo of %s: %v %v %q", cfg.Name, err, r.Err, r.Text())
+		}
+	}
+	if got, want := cl.accepted(), 1+len(cfgs); got != want {
+		t.Errorf("the shared host accepted %d connections, want %d (the control stream and one per server)", got, want)
+	}
+	if err := m.DisconnectAll(shareCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, d := range filter[*events.HostDetached](e.events("shared")) {
+		reasons = append(reasons, d.Reason)
+	}
+	if want := []string{events.DetachRequested, events.DetachRequested, events.DetachRequested}; !slices.Equal(reasons, want) {
+		t.Errorf("HostDetached reasons %v, want %v", reasons, want)
+	}
+}

@@ -10,8 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,12 +170,85 @@ func (c *Client) Attach(ctx context.Context, a Attach) (Attached, error) {
 	return out, nil
 }
 
+// AttachStream is [Client.Attach] and the stream of [Client.Transport]
+// in one exchange on one connection: the attach asks for the upgrade, and
+// its answer is the stream's first line. The transport returned connects
+// once, to that stream; closing its session releases the instance.
+func (c *Client) AttachStream(ctx context.Context, a Attach) (Attached, mcp.Transport, error) {
+	select {
+	case <-c.done:
+		return Attached{}, nil, fmt.Errorf("shared: %s: control stream ended", c.socket)
+	default:
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return Attached{}, nil, err
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.socket)
+	if err != nil {
+		return Attached{}, nil, fmt.Errorf("shared: attach: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() }) // until the answer is read
+	req, _ := http.NewRequest(http.MethodPost, baseURL+PathHosts+"/"+c.welcome.Host+PathAttach, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HostHeader, c.welcome.Host)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", StreamProtocol)
+	br := bufio.NewReader(conn)
+	var (
+		resp *http.Response
+		line []byte
+	)
+	if err = req.Write(conn); err == nil {
+		resp, err = http.ReadResponse(br, req)
+	}
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		line, err = br.ReadBytes('\n')
+	}
+	if !stop() {
+		conn.Close()
+		return Attached{}, nil, ctx.Err()
+	}
+	if err != nil {
+		conn.Close()
+		return Attached{}, nil, fmt.Errorf("shared: attach: %w", err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		// A shared host that opens no stream with an attach: the stream
+		// is opened on its own, as by Attach and Transport.
+		defer conn.Close()
+		defer resp.Body.Close()
+		var att Attached
+		if err := json.NewDecoder(resp.Body).Decode(&att); err != nil {
+			return Attached{}, nil, fmt.Errorf("shared: attach: %w", err)
+		}
+		return att, c.Transport(att), nil
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		defer conn.Close()
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusBadGateway {
+			return Attached{}, nil, fmt.Errorf("%w: %w", ErrServerFailed, failure(resp))
+		}
+		return Attached{}, nil, fmt.Errorf("shared: attach: %w", failure(resp))
+	}
+	var att Attached
+	if err := json.Unmarshal(line, &att); err != nil || att.Instance == "" {
+		conn.Close()
+		return Attached{}, nil, fmt.Errorf("shared: attach: bad answer %q", strings.TrimSpace(string(line)))
+	}
+	t := &streamTransport{c: c, path: Stream(att.Instance), answers: att.Answers, opened: &atomic.Pointer[upgraded]{}}
+	t.opened.Store(&upgraded{conn: conn, r: br})
+	return att, t, nil
+}
+
 // Transport returns the MCP transport of an attached instance: a stream
 // of its own on the socket (an HTTP request upgraded to newline-delimited
 // JSON-RPC), which costs a call no HTTP exchange of its own. Closing its
 // session releases the instance; the end of the control stream closes it.
 func (c *Client) Transport(a Attached) mcp.Transport {
-	return &streamTransport{c: c, path: Stream(a.Instance)}
+	return &streamTransport{c: c, path: Stream(a.Instance), answers: a.Answers}
 }
 
 // HTTPTransport returns the instance's streamable-HTTP transport, for a
@@ -184,8 +259,19 @@ func (c *Client) HTTPTransport(a Attached) mcp.Transport {
 
 // streamTransport opens an instance's stream.
 type streamTransport struct {
-	c    *Client
-	path string
+	c       *Client
+	path    string
+	answers *Answers    // of the attach; nil: none
+	listed  atomic.Bool // FirstTools took the answer's tools
+	// opened, when set, holds the stream [Client.AttachStream] opened,
+	// until the one Connect takes it.
+	opened *atomic.Pointer[upgraded]
+}
+
+// upgraded is a connection upgraded to a stream, whose reads go through r.
+type upgraded struct {
+	conn net.Conn
+	r    *bufio.Reader
 }
 
 func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -193,6 +279,13 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	case <-t.c.done:
 		return nil, fmt.Errorf("shared: %s: control stream ended", t.c.socket)
 	default:
+	}
+	if t.opened != nil {
+		o := t.opened.Swap(nil)
+		if o == nil {
+			return nil, fmt.Errorf("shared: %s: the attach's stream was connected already", t.path)
+		}
+		return t.open(ctx, o.conn, o.r)
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", t.c.socket)
@@ -204,6 +297,9 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	req.Header.Set(HostHeader, t.c.welcome.Host)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", StreamProtocol)
+	if t.answers != nil {
+		req.Header.Set(RevisionHeader, strconv.FormatUint(t.answers.Revision, 10))
+	}
 	br := bufio.NewReader(conn)
 	var resp *http.Response
 	if err = req.Write(conn); err == nil {
@@ -223,6 +319,12 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		conn.Close()
 		return nil, fmt.Errorf("shared: stream: %w", err)
 	}
+	return t.open(ctx, conn, br)
+}
+
+// open returns the MCP connection of an upgraded stream, whose reads go
+// through br.
+func (t *streamTransport) open(ctx context.Context, conn net.Conn, br *bufio.Reader) (mcp.Connection, error) {
 	s := &stream{Conn: conn, r: br, closed: make(chan struct{}), eof: make(chan struct{}), ended: t.c.done}
 	go func() {
 		select {
@@ -232,6 +334,63 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		}
 	}()
 	return (&mcp.IOTransport{Reader: s, Writer: s}).Connect(ctx)
+}
+
+// Answering returns the sending middleware that answers, on a client
+// connection of t (a transport of [Client.Transport]), the first
+// server/discover sent at [AnswersProtocol] from the attach answer's
+// [Answers], which saves the stream its round trip; nil when the attach
+// answer had none. Other requests, and a discover at another version, go
+// to the stream.
+func Answering(t mcp.Transport) mcp.Middleware {
+	st, ok := t.(*streamTransport)
+	if !ok || st.answers == nil {
+		return nil
+	}
+	a := st.answers
+	var discovered atomic.Bool
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "server/discover" {
+				p, _ := req.GetParams().(*mcp.DiscoverParams)
+				if p != nil && atAnswersProtocol(p.Meta) && discovered.CompareAndSwap(false, true) {
+					var res mcp.DiscoverResult
+					if json.Unmarshal(a.Discover, &res) == nil {
+						return &res, nil
+					}
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// FirstTools returns, once per transport t (of [Client.Transport]), the
+// first page of the instance's tools/list as the attach answer gave it,
+// for a session at protocol version pv: the host takes it for the answer
+// to its first tools/list, which saves the stream that round trip. ok is
+// false when there is none to take: no answers, pv is not
+// [AnswersProtocol], or it was taken. The shared host tells the stream of
+// every change of the tools since the answer was made, so the list the
+// host keeps follows the instance's. The tools are the relay's, which
+// its own client's checks let through already.
+func FirstTools(t mcp.Transport, pv string) (*mcp.ListToolsResult, bool) {
+	st, ok := t.(*streamTransport)
+	if !ok || st.answers == nil || pv != AnswersProtocol || !st.listed.CompareAndSwap(false, true) {
+		return nil, false
+	}
+	var res mcp.ListToolsResult
+	if json.Unmarshal(st.answers.Tools, &res) != nil {
+		return nil, false
+	}
+	return &res, true
+}
+
+// atAnswersProtocol reports whether a request's _meta says it is sent at
+// [AnswersProtocol].
+func atAnswersProtocol(meta mcp.Meta) bool {
+	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	return v == AnswersProtocol
 }
 
 // detachWait bounds how long closing a stream waits for the shared host

@@ -16,7 +16,11 @@
 //	                                       host and cancels its calls in flight
 //	POST /v1/hosts/{host}/attach {...}     the server's config as configured, the command,
 //	                                       arguments, working directory and resolved env values
-//	                                       to launch, its roots → {instance, endpoint}
+//	                                       to launch, its roots → {instance, endpoint, answers};
+//	                                       with Upgrade: mcplife-jsonrpc → 101, the answer as the
+//	                                       first line, then the connection is the instance's
+//	                                       stream, as below (one exchange and one connection for
+//	                                       both: [Client.AttachStream])
 //	POST /v1/s/{instance}/stream           Upgrade: mcplife-jsonrpc → 101, then the connection is
 //	                                       one MCP session of the instance, newline-delimited
 //	                                       JSON-RPC both ways (the data path: a call costs no
@@ -26,12 +30,25 @@
 //	                                       client that wants HTTP; the DELETE that closes its
 //	                                       MCP session detaches
 //
+// The answers of an attach are the instance's results to server/discover
+// and to a tools/list without a cursor, at 2026-07-28 ([AnswersProtocol]),
+// as of a revision of its tools: a host at that version takes them for
+// the answers to its first two requests ([Answering], [FirstTools]) and
+// sends neither over its stream. A stream opened by its own request
+// names the revision in its Mcplife-Tools-Revision header (one opened by
+// the attach has it already); when the stream's subscriptions/listen is
+// acknowledged and the tools changed since, the shared host sends the
+// stream notifications/tools/list_changed, so the host lists again. A
+// later change reaches the listen as ever.
+//
 // Every request of a host names it in the Mcplife-Host header. The
 // resolved values travel over the socket only; the shared host compares
 // them by a keyed hash whose key never leaves its memory, and never
 // stores or logs them.
 //
 //	c, err := shared.Dial(ctx, socket, shared.Hello{Session: id, Pid: os.Getpid()})
-//	att, err := c.Attach(ctx, shared.Attach{Config: cfg, Command: cmd, Cwd: dir, Env: env})
-//	cs, err := mcp.NewClient(impl, nil).Connect(ctx, c.Transport(att), nil)
+//	att, t, err := c.AttachStream(ctx, shared.Attach{Config: cfg, Command: cmd, Cwd: dir, Env: env})
+//	client := mcp.NewClient(impl, nil)
+//	client.AddSendingMiddleware(shared.Answering(t))
+//	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: shared.AnswersProtocol})
 package shared

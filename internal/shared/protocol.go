@@ -1,6 +1,8 @@
 package shared
 
 import (
+	"encoding/json"
+
 	"github.com/mcplife/mcplife/events"
 )
 
@@ -23,6 +25,14 @@ const (
 	// newline-delimited JSON-RPC, an MCP session of the instance whose end
 	// detaches it.
 	StreamProtocol = "mcplife-jsonrpc"
+	// RevisionHeader carries, on a stream's upgrade, the [Answers.Revision]
+	// of the attach answer the host answers its first requests from, so the
+	// shared host tells the stream of every change of the instance's tools
+	// since then.
+	RevisionHeader = "Mcplife-Tools-Revision"
+	// AnswersProtocol is the protocol version of [Answers]: a host answers
+	// from them only the requests it sends at this version.
+	AnswersProtocol = "2026-07-28"
 )
 
 // Hello opens a control stream: who the host is.
@@ -69,6 +79,22 @@ type Attached struct {
 	// Endpoint is the path of the instance's MCP endpoint (streamable
 	// HTTP) on the socket.
 	Endpoint string `json:"endpoint"`
+	// Answers, when set, are what the instance answers a host's
+	// server/discover and first tools/list: a host answers those from
+	// here instead of asking over its stream.
+	Answers *Answers `json:"answers,omitempty"`
+}
+
+// Answers are the results an instance's relay gives to server/discover
+// and to a tools/list without a cursor, both at [AnswersProtocol], as of
+// one revision of its tools.
+type Answers struct {
+	Discover json.RawMessage `json:"discover"`
+	Tools    json.RawMessage `json:"tools"`
+	// Revision counts the changes of the instance's tools; a stream
+	// opened with it in [RevisionHeader] is told of every later change,
+	// including those made before it opened.
+	Revision uint64 `json:"revision"`
 }
 
 // Failure is the body of an answer other than 200.

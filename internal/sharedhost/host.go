@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -397,8 +398,26 @@ func (h *Host) attach(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Unlock()
 	h.record(&events.HostAttached{Server: in.id, Session: hc.hello.Session, Pid: hc.hello.Pid})
+	att := shared.Attached{Instance: in.id, Endpoint: shared.Endpoint(in.id)}
+	if a, err := in.relay.answers(r.Context()); err == nil {
+		att.Answers = a
+	} else {
+		h.log.Warn("shared host: the relay's answers for the attach", "server", in.id, "err", err)
+	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), shared.StreamProtocol) {
+		// The attach opens the instance's stream as well: the answer is
+		// the stream's first line.
+		io.Copy(io.Discard, io.LimitReader(r.Body, maxHello))
+		line, _ := json.Marshal(att)
+		rev := ""
+		if att.Answers != nil {
+			rev = strconv.FormatUint(att.Answers.Revision, 10)
+		}
+		h.serveStream(w, in, hc, append(line, '\n'), rev)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(shared.Attached{Instance: in.id, Endpoint: shared.Endpoint(in.id)})
+	json.NewEncoder(w).Encode(att)
 }
 
 // record records a shared-host event, logging a failure.

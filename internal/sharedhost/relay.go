@@ -90,6 +90,10 @@ type Relay struct {
 	calls map[*mcp.ServerSession]int
 
 	subs *subscriptions
+	// rev counts the changes of tools; ans are the answers of an attach
+	// as of one revision (answers.go).
+	rev uint64
+	ans *shared.Answers
 }
 
 // RelayOptions configure a [Relay]; nil means defaults.
@@ -149,6 +153,7 @@ func NewRelay(mgr *manager.Manager, server string, c *events.ServerConnected, op
 		}
 	}
 	r.srv = mcp.NewServer(impl, sopts)
+	r.srv.AddSendingMiddleware(r.tellChanges)
 	r.Sync()
 	return r
 }
@@ -187,6 +192,7 @@ func (r *Relay) Sync() {
 	}
 	if len(gone) > 0 {
 		slices.Sort(gone)
+		r.rev++ // before the change: see answers.go
 		r.srv.RemoveTools(gone...)
 		for _, n := range gone {
 			delete(r.tools, n)
@@ -200,6 +206,7 @@ func (r *Relay) Sync() {
 		if name == "" {
 			continue
 		}
+		r.rev++
 		r.srv.AddTool(relayTool(d), r.callHandler(name))
 		r.tools[d.Name] = d
 	}
@@ -433,6 +440,14 @@ func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.requests.Done()
+	h.serveStream(w, in, hc, nil, r.Header.Get(shared.RevisionHeader))
+}
+
+// serveStream upgrades a request of hc to in's stream, whose first bytes
+// after the 101 are first, and serves it until its end, which releases
+// one attachment of hc to in. revision is that of the answers hc was
+// given ("": none).
+func (h *Host) serveStream(w http.ResponseWriter, in *instance, hc *hostConn, first []byte, revision string) {
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
@@ -441,12 +456,14 @@ func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 	conn.SetDeadline(time.Time{})
 	s := &stream{Conn: conn, r: brw.Reader}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+shared.StreamProtocol+"\r\n\r\n"); err != nil {
+	head := "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + shared.StreamProtocol + "\r\n\r\n"
+	if _, err := io.WriteString(conn, head+string(first)); err != nil {
 		return
 	}
 	// The host travels in the session's context, which the go-sdk hands
 	// to each request's handler.
-	ss, err := in.relay.Server().Connect(context.WithValue(hc.ctx, hostKey{}, hc), &mcp.IOTransport{Reader: s, Writer: s}, nil)
+	sctx := withRevision(context.WithValue(hc.ctx, hostKey{}, hc), revision)
+	ss, err := in.relay.Server().Connect(sctx, &mcp.IOTransport{Reader: s, Writer: s}, nil)
 	if err != nil {
 		return
 	}
