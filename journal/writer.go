@@ -54,9 +54,13 @@ func (j *Journal) enqueue(r *request) error {
 		return ErrClosed
 	}
 	j.wq = append(j.wq, r)
-	select {
-	case j.wake <- struct{}{}:
-	default: // the writer is already due to look
+	// A gathering writer takes a deferred append when its delay ends:
+	// waking it for each would cost a goroutine switch per append.
+	if !j.gathering || r.done != nil || j.gathered+len(j.wq) >= maxGather {
+		select {
+		case j.wake <- struct{}{}:
+		default: // the writer is already due to look
+		}
 	}
 	j.wmu.Unlock()
 	return nil
@@ -103,6 +107,7 @@ func (j *Journal) writeLoop() {
 			} else {
 				timer.Reset(j.deferredDelay)
 			}
+			j.setGathering(true, len(batch))
 		gather:
 			for len(batch) < maxGather {
 				select {
@@ -112,11 +117,14 @@ func (j *Journal) writeLoop() {
 					if !open || !deferredOnly(more) {
 						break gather
 					}
+					j.setGathering(true, len(batch))
 				case <-timer.C:
 					break gather
 				}
 			}
 			timer.Stop()
+			// What was queued without waking the writer goes with the batch.
+			batch = append(batch, j.setGathering(false, 0)...)
 		}
 		if len(batch) > 0 {
 			j.write(batch, false)
@@ -152,6 +160,20 @@ func (j *Journal) armRetry(t **time.Timer) <-chan time.Time {
 		(*t).Reset(d)
 	}
 	return (*t).C
+}
+
+// setGathering sets whether the writer is gathering deferred appends and
+// how many it holds; when it stops, it takes what is queued.
+func (j *Journal) setGathering(on bool, held int) []*request {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	j.gathering, j.gathered = on, held
+	if on {
+		return nil
+	}
+	batch := j.wq
+	j.wq = nil
+	return batch
 }
 
 // maxGather bounds how many deferred appends the writer gathers before it
