@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -236,7 +237,7 @@ func TestDeferredFailureReported(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("disk full")
 	st.failWith(boom)
-	failed := make(chan error, 1)
+	failed := make(chan error, 2) // two appends fail
 	if err := j.AppendDeferred(ctx, "s", "", func(err error) { failed <- err }, ev(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -304,4 +305,101 @@ func TestDeferredGatheredWithinDelay(t *testing.T) {
 			t.Errorf("%d commits, want 2", n)
 		}
 	})
+}
+
+// A writer gathering deferred appends is not woken by each, but once it
+// holds as many as it gathers at most (1,024) it stores them without
+// waiting out the delay.
+func TestDeferredGatherBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newGatedStore()
+		j, err := journal.New(st, &journal.Options{DeferredDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ctx := context.Background()
+		for i := range 1023 {
+			if err := j.AppendDeferred(ctx, "s", "", nil, ev(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if n := st.numCommits(); n != 0 {
+			t.Fatalf("%d commits of 1,023 deferred appends within the delay, want 0", n)
+		}
+		if err := j.AppendDeferred(ctx, "s", "", nil, ev(1023)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n, err := st.LastSeq(ctx); n != 1024 || err != nil || st.numCommits() != 1 {
+			t.Fatalf("after the 1,024th: %d events in %d commits (%v), want 1024 in 1", n, st.numCommits(), err)
+		}
+	})
+}
+
+// unknownEvent is an event type the catalogue does not know: it cannot
+// be encoded.
+type unknownEvent struct{}
+
+func (unknownEvent) Type() string { return "test.unknown" }
+
+// Appends prepared with PrepareDeferredEncoded have their envelopes built
+// by the writer: they are stored in call order with the others, under
+// their correlation, and one that cannot be encoded fails alone, through
+// its failed function, while the rest are stored.
+func TestDeferredEncodedByWriter(t *testing.T) {
+	j, st := gatedJournal(t, nil)
+	ctx := context.Background()
+	failed := make(chan error, 2) // two appends fail
+	var want []string
+	for i := range 6 {
+		var d *journal.Deferred
+		var err error
+		switch i % 3 {
+		case 0:
+			d, err = j.PrepareDeferred("s", fmt.Sprintf("c%d", i), nil, ev(i))
+		case 1:
+			d, err = j.PrepareDeferredEncoded("s", fmt.Sprintf("c%d", i), nil, ev(i))
+		case 2:
+			d, err = j.PrepareDeferredEncoded("s", "", func(err error) { failed <- err }, unknownEvent{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.QueueDeferred(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 != 2 {
+			want = append(want, fmt.Sprintf("s%d/c%d", i, i))
+		}
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for env, err := range st.ReadAll(ctx, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := events.Decode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.(*events.ToolListChanged).Server+"/"+env.CorrelationID)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+	select {
+	case err := <-failed:
+		if err == nil || !strings.Contains(err.Error(), "test.unknown") {
+			t.Errorf("failed with %v, want the encoding error", err)
+		}
+	default:
+		t.Error("the append that cannot be encoded did not fail")
+	}
+	if _, err := j.PrepareDeferredEncoded("", "", nil, ev(0)); err == nil {
+		t.Error("PrepareDeferredEncoded took an empty session id")
+	}
 }

@@ -38,6 +38,11 @@ type request struct {
 	// evs are the events envs encode, so the projections fold them
 	// without decoding what was just encoded.
 	evs []events.Event
+	// encode is set for a deferred append whose envelopes the writer
+	// builds (under correlation) before it stores them; envs is nil until
+	// then.
+	encode      bool
+	correlation string
 
 	done   chan struct{}
 	failed func(error)
@@ -205,10 +210,21 @@ func deferredOnly(batch []*request) bool {
 // waited-for request; what is still held keeps the deferred requests of
 // batch behind it, and fails the waited-for ones.
 func (j *Journal) write(batch []*request, retry bool) {
+	for _, r := range batch {
+		if r.encode {
+			// Before taking j.mu: readers of the journal need not wait
+			// for the encoding.
+			r.encode = false
+			r.envs, r.err = envelopes(r.session, r.correlation, r.evs)
+		}
+	}
 	j.mu.Lock()
 	now := j.now().UTC()
 	var live []*request
 	for _, r := range batch {
+		if r.err != nil {
+			continue // its envelopes could not be built
+		}
 		if r.ctx != nil {
 			if err := r.ctx.Err(); err != nil {
 				r.err = fmt.Errorf("journal: append to %q: %w", r.session, err)
@@ -436,6 +452,18 @@ func (j *Journal) PrepareDeferred(session, correlation string, failed func(error
 	return &Deferred{&request{session: session, envs: envs, evs: evs, failed: failed}}, nil
 }
 
+// PrepareDeferredEncoded is [Journal.PrepareDeferred] that leaves building
+// the envelopes to the writer, off the caller's path: the caller hands evs
+// over and must not change them afterwards. An event that cannot be
+// encoded fails the append (through failed, like a store's refusal) when
+// the writer takes it.
+func (j *Journal) PrepareDeferredEncoded(session, correlation string, failed func(error), evs ...events.Event) (*Deferred, error) {
+	if session == "" {
+		return nil, fmt.Errorf("journal: append: empty session id")
+	}
+	return &Deferred{&request{session: session, evs: evs, failed: failed, encode: true, correlation: correlation}}, nil
+}
+
 // QueueDeferred queues d as [Journal.AppendDeferred] does, waiting for
 // room while Options.DeferredQueue deferred appends wait, or until ctx
 // ends.
@@ -465,7 +493,7 @@ func (j *Journal) TryQueueDeferred(d *Deferred) error {
 
 // queueTaken queues d, whose slot is taken.
 func (j *Journal) queueTaken(d *Deferred) error {
-	if len(d.r.envs) == 0 {
+	if len(d.r.envs) == 0 && len(d.r.evs) == 0 {
 		<-j.slots
 		return nil
 	}
