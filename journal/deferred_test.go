@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -402,4 +403,129 @@ func TestDeferredEncodedByWriter(t *testing.T) {
 	if _, err := j.PrepareDeferredEncoded("", "", nil, ev(0)); err == nil {
 		t.Error("PrepareDeferredEncoded took an empty session id")
 	}
+}
+
+// refusingStore is a memory store that refuses, request by request, an
+// append holding an event of the server "bad" (as a store refuses an
+// envelope it cannot hold), and notes how many requests each commit had.
+type refusingStore struct {
+	*memory.Store
+
+	mu    sync.Mutex
+	sizes []int
+}
+
+var errRefused = errors.New("envelope refused")
+
+func refused(envs []events.Envelope) bool {
+	for _, e := range envs {
+		if strings.Contains(string(e.Data), `"bad"`) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *refusingStore) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	s.mu.Lock()
+	s.sizes = append(s.sizes, 1)
+	s.mu.Unlock()
+	if refused(envs) {
+		return nil, errRefused
+	}
+	return s.Store.Append(ctx, stream, expected, envs)
+}
+
+func (s *refusingStore) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
+	s.mu.Lock()
+	s.sizes = append(s.sizes, len(reqs))
+	s.mu.Unlock()
+	res := make([]store.AppendResult, len(reqs))
+	for i, r := range reqs {
+		if refused(r.Envs) {
+			res[i].Err = errRefused
+			continue
+		}
+		res[i].Envs, res[i].Err = s.Store.Append(ctx, r.Stream, r.Expected, r.Envs)
+	}
+	return res
+}
+
+func (s *refusingStore) commits() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sizes)
+}
+
+// The deferred appends of one session gathered into a commit reach the
+// store as one request; when the store refuses it for one event, that
+// append alone fails, the others are stored in order, and so are the
+// appends of two sessions, which stay requests of their own.
+func TestDeferredOneSessionOneRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &refusingStore{Store: memory.New()}
+		j, err := journal.New(st, &journal.Options{DeferredDelay: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ctx := context.Background()
+		appendAll := func(names ...string) (failures chan string) {
+			failures = make(chan string, len(names))
+			for i, name := range names {
+				session := "s"
+				if strings.HasPrefix(name, "t:") {
+					session, name = "t", name[2:]
+				}
+				fail := func(error) { failures <- name }
+				if err := j.AppendDeferred(ctx, session, fmt.Sprint("c", i), fail, &events.ToolListChanged{Server: name}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := j.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			close(failures)
+			return failures
+		}
+		stored := func() []string {
+			var got []string
+			for env, err := range st.ReadAll(ctx, 1) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				e, err := events.Decode(env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, env.Stream+"/"+e.(*events.ToolListChanged).Server+"/"+env.CorrelationID)
+			}
+			return got
+		}
+
+		for f := range appendAll("a", "b", "c") {
+			t.Errorf("%s failed", f)
+		}
+		if got := st.commits(); fmt.Sprint(got) != "[1]" {
+			t.Errorf("requests per commit %v, want [1]: one request for the session", got)
+		}
+
+		var failed []string
+		for f := range appendAll("d", "bad", "e") {
+			failed = append(failed, f)
+		}
+		if fmt.Sprint(failed) != "[bad]" {
+			t.Errorf("failed %v, want [bad]", failed)
+		}
+		for f := range appendAll("t:f", "g") {
+			t.Errorf("%s failed", f)
+		}
+		want := "[s/a/c0 s/b/c1 s/c/c2 s/d/c0 s/e/c2 t/f/c0 s/g/c1]"
+		if got := fmt.Sprint(stored()); got != want {
+			t.Errorf("stored %s, want %s", got, want)
+		}
+		if got := st.commits(); got[len(got)-1] != 2 {
+			t.Errorf("requests per commit %v, want the last with 2, one per session", got)
+		}
+	})
 }

@@ -326,11 +326,7 @@ func (j *Journal) persist(live []*request, out *storedBatch) {
 	if len(live) == 0 {
 		return
 	}
-	reqs := make([]store.AppendRequest, len(live))
-	for i, r := range live {
-		reqs[i] = store.AppendRequest{Stream: r.session, Expected: store.AnyVersion, Envs: r.envs}
-	}
-	res := j.commit(reqs)
+	res := j.commitLive(live)
 	if f, rest := failedFrom(res); f < len(res) && rest {
 		// Nothing was stored from live[f] on: held or failed in order,
 		// when the store is unavailable. One by one, live[f] failed
@@ -361,6 +357,47 @@ func (j *Journal) persist(live []*request, out *storedBatch) {
 			return
 		}
 	}
+}
+
+// commitLive commits the envelopes of live (see commit). When they all go
+// to one session's stream, as they do in a host, they are stored as one
+// append, which costs the store one set of statements rather than one per
+// request, and its result is split back by request; its failure fails
+// them all, as a commit that failed as a whole does, and what follows
+// (holding them, or trying them one at a time to find one the store
+// refuses) is what follows such a commit. Requires j.mu.
+func (j *Journal) commitLive(live []*request) []store.AppendResult {
+	session, n := live[0].session, 0
+	for _, r := range live {
+		if r.session != session {
+			n = -1
+			break
+		}
+		n += len(r.envs)
+	}
+	if len(live) == 1 || n < 0 {
+		reqs := make([]store.AppendRequest, len(live))
+		for i, r := range live {
+			reqs[i] = store.AppendRequest{Stream: r.session, Expected: store.AnyVersion, Envs: r.envs}
+		}
+		return j.commit(reqs)
+	}
+	envs := make([]events.Envelope, 0, n)
+	for _, r := range live {
+		envs = append(envs, r.envs...)
+	}
+	one := j.commit([]store.AppendRequest{{Stream: session, Expected: store.AnyVersion, Envs: envs}})[0]
+	res := make([]store.AppendResult, len(live))
+	off := 0
+	for i, r := range live {
+		if one.Err != nil {
+			res[i].Err = one.Err
+			continue
+		}
+		res[i].Envs = one.Envs[off : off+len(r.envs) : off+len(r.envs)]
+		off += len(r.envs)
+	}
+	return res
 }
 
 // batches reports whether commit stores n requests in one commit.
