@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -236,7 +238,7 @@ func TestDeferredFailureReported(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("disk full")
 	st.failWith(boom)
-	failed := make(chan error, 1)
+	failed := make(chan error, 2) // two appends fail
 	if err := j.AppendDeferred(ctx, "s", "", func(err error) { failed <- err }, ev(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +304,228 @@ func TestDeferredGatheredWithinDelay(t *testing.T) {
 		}
 		if n := st.numCommits(); n != 2 {
 			t.Errorf("%d commits, want 2", n)
+		}
+	})
+}
+
+// A writer gathering deferred appends is not woken by each, but once it
+// holds as many as it gathers at most (1,024) it stores them without
+// waiting out the delay.
+func TestDeferredGatherBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newGatedStore()
+		j, err := journal.New(st, &journal.Options{DeferredDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ctx := context.Background()
+		for i := range 1023 {
+			if err := j.AppendDeferred(ctx, "s", "", nil, ev(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if n := st.numCommits(); n != 0 {
+			t.Fatalf("%d commits of 1,023 deferred appends within the delay, want 0", n)
+		}
+		if err := j.AppendDeferred(ctx, "s", "", nil, ev(1023)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n, err := st.LastSeq(ctx); n != 1024 || err != nil || st.numCommits() != 1 {
+			t.Fatalf("after the 1,024th: %d events in %d commits (%v), want 1024 in 1", n, st.numCommits(), err)
+		}
+	})
+}
+
+// unknownEvent is an event type the catalogue does not know: it cannot
+// be encoded.
+type unknownEvent struct{}
+
+func (unknownEvent) Type() string { return "test.unknown" }
+
+// Appends prepared with PrepareDeferredEncoded have their envelopes built
+// by the writer: they are stored in call order with the others, under
+// their correlation, and one that cannot be encoded fails alone, through
+// its failed function, while the rest are stored.
+func TestDeferredEncodedByWriter(t *testing.T) {
+	j, st := gatedJournal(t, nil)
+	ctx := context.Background()
+	failed := make(chan error, 2) // two appends fail
+	var want []string
+	for i := range 6 {
+		var d *journal.Deferred
+		var err error
+		switch i % 3 {
+		case 0:
+			d, err = j.PrepareDeferred("s", fmt.Sprintf("c%d", i), nil, ev(i))
+		case 1:
+			d, err = j.PrepareDeferredEncoded("s", fmt.Sprintf("c%d", i), nil, ev(i))
+		case 2:
+			d, err = j.PrepareDeferredEncoded("s", "", func(err error) { failed <- err }, unknownEvent{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.QueueDeferred(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 != 2 {
+			want = append(want, fmt.Sprintf("s%d/c%d", i, i))
+		}
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for env, err := range st.ReadAll(ctx, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := events.Decode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.(*events.ToolListChanged).Server+"/"+env.CorrelationID)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+	select {
+	case err := <-failed:
+		if err == nil || !strings.Contains(err.Error(), "test.unknown") {
+			t.Errorf("failed with %v, want the encoding error", err)
+		}
+	default:
+		t.Error("the append that cannot be encoded did not fail")
+	}
+	if _, err := j.PrepareDeferredEncoded("", "", nil, ev(0)); err == nil {
+		t.Error("PrepareDeferredEncoded took an empty session id")
+	}
+}
+
+// refusingStore is a memory store that refuses, request by request, an
+// append holding an event of the server "bad" (as a store refuses an
+// envelope it cannot hold), and notes how many requests each commit had.
+type refusingStore struct {
+	*memory.Store
+
+	mu    sync.Mutex
+	sizes []int
+}
+
+var errRefused = errors.New("envelope refused")
+
+func refused(envs []events.Envelope) bool {
+	for _, e := range envs {
+		if strings.Contains(string(e.Data), `"bad"`) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *refusingStore) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	s.mu.Lock()
+	s.sizes = append(s.sizes, 1)
+	s.mu.Unlock()
+	if refused(envs) {
+		return nil, errRefused
+	}
+	return s.Store.Append(ctx, stream, expected, envs)
+}
+
+func (s *refusingStore) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
+	s.mu.Lock()
+	s.sizes = append(s.sizes, len(reqs))
+	s.mu.Unlock()
+	res := make([]store.AppendResult, len(reqs))
+	for i, r := range reqs {
+		if refused(r.Envs) {
+			res[i].Err = errRefused
+			continue
+		}
+		res[i].Envs, res[i].Err = s.Store.Append(ctx, r.Stream, r.Expected, r.Envs)
+	}
+	return res
+}
+
+func (s *refusingStore) commits() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sizes)
+}
+
+// The deferred appends of one session gathered into a commit reach the
+// store as one request; when the store refuses it for one event, that
+// append alone fails, the others are stored in order, and so are the
+// appends of two sessions, which stay requests of their own.
+func TestDeferredOneSessionOneRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &refusingStore{Store: memory.New()}
+		j, err := journal.New(st, &journal.Options{DeferredDelay: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ctx := context.Background()
+		appendAll := func(names ...string) (failures chan string) {
+			failures = make(chan string, len(names))
+			for i, name := range names {
+				session := "s"
+				if strings.HasPrefix(name, "t:") {
+					session, name = "t", name[2:]
+				}
+				fail := func(error) { failures <- name }
+				if err := j.AppendDeferred(ctx, session, fmt.Sprint("c", i), fail, &events.ToolListChanged{Server: name}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := j.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			close(failures)
+			return failures
+		}
+		stored := func() []string {
+			var got []string
+			for env, err := range st.ReadAll(ctx, 1) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				e, err := events.Decode(env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, env.Stream+"/"+e.(*events.ToolListChanged).Server+"/"+env.CorrelationID)
+			}
+			return got
+		}
+
+		for f := range appendAll("a", "b", "c") {
+			t.Errorf("%s failed", f)
+		}
+		if got := st.commits(); fmt.Sprint(got) != "[1]" {
+			t.Errorf("requests per commit %v, want [1]: one request for the session", got)
+		}
+
+		var failed []string
+		for f := range appendAll("d", "bad", "e") {
+			failed = append(failed, f)
+		}
+		if fmt.Sprint(failed) != "[bad]" {
+			t.Errorf("failed %v, want [bad]", failed)
+		}
+		for f := range appendAll("t:f", "g") {
+			t.Errorf("%s failed", f)
+		}
+		want := "[s/a/c0 s/b/c1 s/c/c2 s/d/c0 s/e/c2 t/f/c0 s/g/c1]"
+		if got := fmt.Sprint(stored()); got != want {
+			t.Errorf("stored %s, want %s", got, want)
+		}
+		if got := st.commits(); got[len(got)-1] != 2 {
+			t.Errorf("requests per commit %v, want the last with 2, one per session", got)
 		}
 	})
 }

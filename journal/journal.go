@@ -208,10 +208,15 @@ type Journal struct {
 	// The write queue (see writer.go): wq holds the appends not yet taken
 	// by the writer, in call order; wclosed is set when Close begins. wake
 	// tells the writer to look; slots bounds the deferred appends queued;
-	// writerDone is closed when the writer has ended.
+	// writerDone is closed when the writer has ended. While gathering is
+	// set the writer waits out the deferred delay and takes what is queued
+	// when it ends, so a deferred append wakes it only to keep a gathered
+	// batch within maxGather; gathered is how many it holds already.
 	wmu        sync.Mutex
 	wq         []*request
 	wclosed    bool
+	gathering  bool
+	gathered   int
 	wake       chan struct{}
 	slots      chan struct{}
 	writerDone chan struct{}

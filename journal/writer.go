@@ -38,6 +38,11 @@ type request struct {
 	// evs are the events envs encode, so the projections fold them
 	// without decoding what was just encoded.
 	evs []events.Event
+	// encode is set for a deferred append whose envelopes the writer
+	// builds (under correlation) before it stores them; envs is nil until
+	// then.
+	encode      bool
+	correlation string
 
 	done   chan struct{}
 	failed func(error)
@@ -54,9 +59,13 @@ func (j *Journal) enqueue(r *request) error {
 		return ErrClosed
 	}
 	j.wq = append(j.wq, r)
-	select {
-	case j.wake <- struct{}{}:
-	default: // the writer is already due to look
+	// A gathering writer takes a deferred append when its delay ends:
+	// waking it for each would cost a goroutine switch per append.
+	if !j.gathering || r.done != nil || j.gathered+len(j.wq) >= maxGather {
+		select {
+		case j.wake <- struct{}{}:
+		default: // the writer is already due to look
+		}
 	}
 	j.wmu.Unlock()
 	return nil
@@ -103,6 +112,7 @@ func (j *Journal) writeLoop() {
 			} else {
 				timer.Reset(j.deferredDelay)
 			}
+			j.setGathering(true, len(batch))
 		gather:
 			for len(batch) < maxGather {
 				select {
@@ -112,11 +122,14 @@ func (j *Journal) writeLoop() {
 					if !open || !deferredOnly(more) {
 						break gather
 					}
+					j.setGathering(true, len(batch))
 				case <-timer.C:
 					break gather
 				}
 			}
 			timer.Stop()
+			// What was queued without waking the writer goes with the batch.
+			batch = append(batch, j.setGathering(false, 0)...)
 		}
 		if len(batch) > 0 {
 			j.write(batch, false)
@@ -154,6 +167,20 @@ func (j *Journal) armRetry(t **time.Timer) <-chan time.Time {
 	return (*t).C
 }
 
+// setGathering sets whether the writer is gathering deferred appends and
+// how many it holds; when it stops, it takes what is queued.
+func (j *Journal) setGathering(on bool, held int) []*request {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	j.gathering, j.gathered = on, held
+	if on {
+		return nil
+	}
+	batch := j.wq
+	j.wq = nil
+	return batch
+}
+
 // maxGather bounds how many deferred appends the writer gathers before it
 // writes without waiting out the delay.
 const maxGather = 1024
@@ -183,10 +210,21 @@ func deferredOnly(batch []*request) bool {
 // waited-for request; what is still held keeps the deferred requests of
 // batch behind it, and fails the waited-for ones.
 func (j *Journal) write(batch []*request, retry bool) {
+	for _, r := range batch {
+		if r.encode {
+			// Before taking j.mu: readers of the journal need not wait
+			// for the encoding.
+			r.encode = false
+			r.envs, r.err = envelopes(r.session, r.correlation, r.evs)
+		}
+	}
 	j.mu.Lock()
 	now := j.now().UTC()
 	var live []*request
 	for _, r := range batch {
+		if r.err != nil {
+			continue // its envelopes could not be built
+		}
 		if r.ctx != nil {
 			if err := r.ctx.Err(); err != nil {
 				r.err = fmt.Errorf("journal: append to %q: %w", r.session, err)
@@ -288,11 +326,7 @@ func (j *Journal) persist(live []*request, out *storedBatch) {
 	if len(live) == 0 {
 		return
 	}
-	reqs := make([]store.AppendRequest, len(live))
-	for i, r := range live {
-		reqs[i] = store.AppendRequest{Stream: r.session, Expected: store.AnyVersion, Envs: r.envs}
-	}
-	res := j.commit(reqs)
+	res := j.commitLive(live)
 	if f, rest := failedFrom(res); f < len(res) && rest {
 		// Nothing was stored from live[f] on: held or failed in order,
 		// when the store is unavailable. One by one, live[f] failed
@@ -323,6 +357,47 @@ func (j *Journal) persist(live []*request, out *storedBatch) {
 			return
 		}
 	}
+}
+
+// commitLive commits the envelopes of live (see commit). When they all go
+// to one session's stream, as they do in a host, they are stored as one
+// append, which costs the store one set of statements rather than one per
+// request, and its result is split back by request; its failure fails
+// them all, as a commit that failed as a whole does, and what follows
+// (holding them, or trying them one at a time to find one the store
+// refuses) is what follows such a commit. Requires j.mu.
+func (j *Journal) commitLive(live []*request) []store.AppendResult {
+	session, n := live[0].session, 0
+	for _, r := range live {
+		if r.session != session {
+			n = -1
+			break
+		}
+		n += len(r.envs)
+	}
+	if len(live) == 1 || n < 0 {
+		reqs := make([]store.AppendRequest, len(live))
+		for i, r := range live {
+			reqs[i] = store.AppendRequest{Stream: r.session, Expected: store.AnyVersion, Envs: r.envs}
+		}
+		return j.commit(reqs)
+	}
+	envs := make([]events.Envelope, 0, n)
+	for _, r := range live {
+		envs = append(envs, r.envs...)
+	}
+	one := j.commit([]store.AppendRequest{{Stream: session, Expected: store.AnyVersion, Envs: envs}})[0]
+	res := make([]store.AppendResult, len(live))
+	off := 0
+	for i, r := range live {
+		if one.Err != nil {
+			res[i].Err = one.Err
+			continue
+		}
+		res[i].Envs = one.Envs[off : off+len(r.envs) : off+len(r.envs)]
+		off += len(r.envs)
+	}
+	return res
 }
 
 // batches reports whether commit stores n requests in one commit.
@@ -414,6 +489,18 @@ func (j *Journal) PrepareDeferred(session, correlation string, failed func(error
 	return &Deferred{&request{session: session, envs: envs, evs: evs, failed: failed}}, nil
 }
 
+// PrepareDeferredEncoded is [Journal.PrepareDeferred] that leaves building
+// the envelopes to the writer, off the caller's path: the caller hands evs
+// over and must not change them afterwards. An event that cannot be
+// encoded fails the append (through failed, like a store's refusal) when
+// the writer takes it.
+func (j *Journal) PrepareDeferredEncoded(session, correlation string, failed func(error), evs ...events.Event) (*Deferred, error) {
+	if session == "" {
+		return nil, fmt.Errorf("journal: append: empty session id")
+	}
+	return &Deferred{&request{session: session, evs: evs, failed: failed, encode: true, correlation: correlation}}, nil
+}
+
 // QueueDeferred queues d as [Journal.AppendDeferred] does, waiting for
 // room while Options.DeferredQueue deferred appends wait, or until ctx
 // ends.
@@ -443,7 +530,7 @@ func (j *Journal) TryQueueDeferred(d *Deferred) error {
 
 // queueTaken queues d, whose slot is taken.
 func (j *Journal) queueTaken(d *Deferred) error {
-	if len(d.r.envs) == 0 {
+	if len(d.r.envs) == 0 && len(d.r.evs) == 0 {
 		<-j.slots
 		return nil
 	}

@@ -199,10 +199,11 @@ func (m *Manager) listenEnded(s *server, lc *liveConn, err error) {
 }
 
 // scanDescendants asks for a scan of a stdio server's descendants; the
-// answer comes on the channel (nil for other servers: never).
-func (m *Manager) scanDescendants(lc *liveConn) <-chan []proc.Identity {
+// answer comes on the channel (nil for other servers: never). forget
+// withdraws the question, when its asker no longer waits for the answer.
+func (m *Manager) scanDescendants(lc *liveConn) (answer <-chan []proc.Identity, forget func()) {
 	if lc.proc == nil {
-		return nil
+		return nil, func() {}
 	}
 	return m.scanner.query(lc.proc.Pid())
 }
@@ -272,7 +273,9 @@ func (m *Manager) hostResumed(slept time.Duration) {
 
 // procScanner answers descendants queries of many servers with one pass
 // over /proc: a query waits up to scanBatch for others to join it, so a
-// start of 200 servers reads /proc once or twice, not 200 times.
+// start of 200 servers reads /proc once or twice, not 200 times. A query
+// withdrawn before the pass (its connection ended) is not answered, and a
+// pass with no query left reads nothing.
 type procScanner struct {
 	mu      sync.Mutex
 	pending map[int][]chan []proc.Identity // (mu) queries of the next pass, by root pid
@@ -285,8 +288,8 @@ type procScanner struct {
 const scanBatch = 500 * time.Millisecond
 
 // query asks for the descendants of pid; they come on the returned
-// channel with the next pass.
-func (ps *procScanner) query(pid int) <-chan []proc.Identity {
+// channel with the next pass, unless forget was called before it.
+func (ps *procScanner) query(pid int) (answer <-chan []proc.Identity, forget func()) {
 	ch := make(chan []proc.Identity, 1)
 	ps.mu.Lock()
 	if ps.pending == nil {
@@ -295,15 +298,32 @@ func (ps *procScanner) query(pid int) <-chan []proc.Identity {
 	}
 	ps.pending[pid] = append(ps.pending[pid], ch)
 	ps.mu.Unlock()
-	return ch
+	return ch, func() { ps.forget(pid, ch) }
 }
 
-// scan answers every pending query with one pass over /proc.
+// forget withdraws the query of pid answered on ch, if the pass has not
+// taken it yet.
+func (ps *procScanner) forget(pid int, ch chan []proc.Identity) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	chs := slices.DeleteFunc(ps.pending[pid], func(c chan []proc.Identity) bool { return c == ch })
+	if len(chs) == 0 {
+		delete(ps.pending, pid)
+	} else {
+		ps.pending[pid] = chs
+	}
+}
+
+// scan answers every pending query with one pass over /proc; with none
+// pending it reads nothing.
 func (ps *procScanner) scan() {
 	ps.mu.Lock()
 	pending := ps.pending
 	ps.pending = nil
 	ps.mu.Unlock()
+	if len(pending) == 0 {
+		return // every query was withdrawn: their connections ended
+	}
 	found := proc.DescendantsOf(slices.Collect(maps.Keys(pending)))
 	for pid, chs := range pending {
 		for _, ch := range chs {

@@ -247,12 +247,29 @@ func (m *Manager) notRecorded(evs []events.Event) func(error) {
 // order they were emitted, without the emitter waiting for the store. A
 // failure to store them is logged.
 func (m *Manager) emitDeferred(correlation string, evs ...events.Event) {
+	m.queueDeferred(false, correlation, evs)
+}
+
+// emitHandedOver is emitDeferred for events their emitter never touches
+// again, such as a tool call's: the journal's writer builds their
+// envelopes, so the emitter does not wait for the encoding.
+func (m *Manager) emitHandedOver(correlation string, evs ...events.Event) {
+	m.queueDeferred(true, correlation, evs)
+}
+
+// queueDeferred queues evs for emitDeferred (handedOver false) and
+// emitHandedOver (true).
+func (m *Manager) queueDeferred(handedOver bool, correlation string, evs []events.Event) {
 	if len(evs) == 0 {
 		return
 	}
 	// The envelopes are built here, outside the outbox's lock, which only
-	// orders the queueing.
-	d, err := m.j.PrepareDeferred(m.session, correlation, m.notRecorded(evs), evs...)
+	// orders the queueing; or by the writer, for events handed over.
+	prepare := m.j.PrepareDeferred
+	if handedOver {
+		prepare = m.j.PrepareDeferredEncoded
+	}
+	d, err := prepare(m.session, correlation, m.notRecorded(evs), evs...)
 	if err != nil {
 		m.notRecorded(evs)(err)
 		return

@@ -39,7 +39,9 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) (dropped bool) {
 		tick = t.C
 	}
 	seen := map[proc.Identity]bool{}
-	scan := m.scanDescendants(lc)
+	scan, forget := m.scanDescendants(lc)
+	// A scan still pending when the connection ends is not made for it.
+	defer func() { forget() }()
 	var prev time.Time
 	surfaced := lc.surfaceReady
 	var resourcesChanged, promptsChanged chan struct{} // once the first lists are in
@@ -58,7 +60,7 @@ func (m *Manager) serve(s *server, lc *liveConn, last string) (dropped bool) {
 				return ended()
 			}
 			if scan == nil {
-				scan = m.scanDescendants(lc)
+				scan, forget = m.scanDescendants(lc)
 			}
 			continue
 		case <-lc.checkNow:

@@ -138,9 +138,9 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	// Recorded before the call (and, for a deferred tool, before waiting:
 	// the server is connecting and deferred now, which a later
 	// ConnectFailed would no longer allow), so live observers see calls in
-	// progress. Both events are deferred: the journal stores them in order,
-	// off the call's path.
-	m.emitDeferred(id, started)
+	// progress. Both events are deferred and handed over: the journal
+	// encodes and stores them in order, off the call's path.
+	m.emitHandedOver(id, started)
 	begin := m.now()
 	// The call's timeout bounds waiting for a (re)connect, the call and a
 	// retry after a reconnect; when it fires the go-sdk sends
@@ -192,7 +192,7 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	case res.Result.IsError:
 		fin.IsError, fin.Error = true, errText
 	}
-	m.emitDeferred(id, fin)
+	m.emitHandedOver(id, fin)
 	return res, err
 }
 
