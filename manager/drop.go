@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -68,7 +69,11 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 		werr = lc.waitErr
 	default:
 	}
-	if werr != nil && !procExited {
+	// A read that failed because this side closed the connection says no
+	// more than that it closed: a shared server's stream is closed here
+	// when the shared host's control stream ends, which may be seen
+	// before or after the stream's own end.
+	if werr != nil && !procExited && !errors.Is(werr, net.ErrClosed) {
 		d.Error = lc.res.ScrubText(werr.Error())
 	}
 	m.closeConn(s, lc, d)
