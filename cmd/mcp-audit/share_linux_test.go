@@ -431,3 +431,52 @@ func TestShareDaemonKilledCallsGoOn(t *testing.T) {
 		}
 	}
 }
+
+// TestShareHostKilledRecordedGone kills a `run --share` whose call is
+// inside the shared server: the shared host cancels the call and records
+// the host as gone (its control stream decides, whichever of the host's
+// connections it sees ending first), once.
+func TestShareHostKilledRecordedGone(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	socket := filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", shared.SocketName)
+	db := filepath.Join(t.TempDir(), "e.db")
+	cfg := writeConfig(t, map[string][]string{"fx": nil})
+	d, _ := startDaemon(t, "--db", db, "daemon")
+	hold, cancelled := fixturetest.NewGate(t), fixturetest.NewGate(t)
+	r := mockCommand(t, "--db", db, "run", "--share", "--once", "--gate", "1m", "--cwd", t.TempDir(), "--config", cfg,
+		"--call", "fx/sleep", "--args", `{"gate":"`+hold.Path()+`","on_cancel":"`+cancelled.Path()+`"}`)
+	var out bytes.Buffer
+	r.Stdout, r.Stderr = &out, &out
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Process.Kill(); r.Wait() })
+	if err := hold.WaitReached(shareCtx(t), 1); err != nil {
+		t.Fatalf("the call in the server: %v\n%s", err, out.String())
+	}
+	r.Process.Signal(syscall.SIGKILL)
+	waitCmd(t, r, "the killed run")
+	if err := cancelled.WaitReached(shareCtx(t), 1); err != nil {
+		t.Fatalf("the call of the killed host was not cancelled: %v", err)
+	}
+	stopDaemon(t, socket)
+	if err := waitCmd(t, d, "the daemon"); err != nil {
+		t.Logf("daemon: %v", err)
+	}
+	all := sessionEvents(t, db)
+	var detached []*events.HostDetached
+	for _, evs := range all {
+		if _, st := countOf[*events.SessionStarted](evs); st == nil || st.Options["role"] != "shared host" {
+			continue
+		}
+		for _, ev := range evs {
+			if x, ok := ev.(*events.HostDetached); ok && x.Pid == r.Process.Pid {
+				detached = append(detached, x)
+			}
+		}
+	}
+	if len(detached) != 1 || detached[0].Reason != events.DetachHostGone {
+		t.Errorf("HostDetached of the killed host %+v: want one, host gone", detached)
+	}
+}
