@@ -316,13 +316,13 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 
 // neverSent reports whether the request of a call that the end of its
 // connection lc cut off, failing with cerr, was never written: lc's write
-// tap (when it has one) saw no write of it succeed, or the go-sdk refused
-// it because the connection was already broken (or the peer, closing,
-// answered it without handling it). A request that was written may have
-// reached the server, whatever happened to its answer.
+// tap, when it has one, saw no write of it succeed; without one, the
+// go-sdk refused it because the connection was already broken (or the
+// peer, closing, answered it without handling it). A request that was
+// written may have reached the server, whatever happened to its answer.
 func neverSent(lc *liveConn, note *sendNote, cerr error) bool {
-	if lc.writesTapped && !note.written.Load() {
-		return true
+	if lc.writesTapped {
+		return !note.written.Load()
 	}
 	return errors.Is(cerr, mcp.ErrConnectionClosed)
 }
