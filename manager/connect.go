@@ -548,7 +548,9 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 		cctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
 	client.AddSendingMiddleware(lc.wire.outer) // last: health checks pass every other middleware
-	cs, err := client.Connect(cctx, m.transcribe(s, res, t), &mcp.ClientSessionOptions{ProtocolVersion: pv})
+	ct, tapped := m.tapWrites(res.Cfg, m.transcribe(s, res, t))
+	lc.writesTapped = tapped
+	cs, err := client.Connect(cctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
 	err = withNeedsAuthSeen(res.OAuth, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 // it: a failed health check, a flood, a listen stream that ended). The
 // server's own goroutine notices it in its select (serve) and records it
 // here; calls in flight fail with [ErrDisconnected] (see
-// connectionEnded), and calls made afterwards with [ErrNotConnected]
-// until a reconnect is scheduled, then wait for it.
+// connectionEnded) unless they may be made again after the reconnect, and
+// calls made afterwards wait for the drop's decision: for the reconnect
+// when one is scheduled, else they fail with [ErrNotConnected].
 
 // drop records the end of s's connection lc that the manager did not ask
 // for: it closes what is left of the connection (the process group of a
@@ -39,9 +41,13 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 		m.tearDown(s)
 		return false
 	}
-	m.setState(s, stDropped)
+	// decided is new before the state says dropped: whoever sees the
+	// state waits for this drop's decision.
 	m.mu.Lock()
 	s.decided = make(chan struct{})
+	m.mu.Unlock()
+	m.setState(s, stDropped)
+	m.mu.Lock()
 	calls := s.calls
 	s.calls = &callGroup{}
 	unresponsive, flooded, eraChanged, listenCut := lc.unresponsive, lc.flooded, lc.eraChanged, lc.listenCut
@@ -63,7 +69,11 @@ func (m *Manager) drop(s *server, lc *liveConn) bool {
 		werr = lc.waitErr
 	default:
 	}
-	if werr != nil && !procExited {
+	// A read that failed because this side closed the connection says no
+	// more than that it closed: a shared server's stream is closed here
+	// when the shared host's control stream ends, which may be seen
+	// before or after the stream's own end.
+	if werr != nil && !procExited && !errors.Is(werr, net.ErrClosed) {
 		d.Error = lc.res.ScrubText(werr.Error())
 	}
 	m.closeConn(s, lc, d)

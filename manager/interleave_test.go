@@ -352,6 +352,68 @@ func TestConnectDuringADropFindsTheReconnect(t *testing.T) {
 		"ToolsListed/initial", "ToolCallStarted", "ToolCallFinished", "Disconnected/process exited", "ReconnectScheduled"})
 }
 
+// A call made while a server's drop is recorded waits for the drop's
+// decision, then for the reconnect, and is answered by the new process,
+// rather than failing as not connected: its request never left.
+func TestCallDuringADropWaitsForTheReconnect(t *testing.T) {
+	e := newEnv(t, &Options{Reconnect: ReconnectPolicy{Initial: time.Hour, Max: time.Hour, NoJitter: true}})
+	ctx := testCtx(t)
+	sc := newScheduler(e.m)
+	if _, err := e.m.ConnectServers(ctx, []events.ServerConfig{stdio(t, "crashy", "only=crash,echo")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	updates, err := e.m.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := tool(t, e.m, "mcp_crashy_echo")
+	release := sc.hold(t, "watch.ended", "crashy")
+	if _, err := tool(t, e.m, "mcp_crashy_crash").Call(ctx, map[string]any{"code": 3}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sc.at("watch.ended", "crashy"):
+	case <-ctx.Done():
+		t.Fatal("the drop was not noticed")
+	}
+	waiting := async(func() string {
+		r, err := echo.Call(ctx, map[string]any{"text": "during the drop"})
+		if err != nil {
+			return err.Error()
+		}
+		return r.Text()
+	})
+	await(t, ctx, "the call waits for the drop's decision", sc.at("call.wait", "crashy"), waiting)
+	release()
+	waitFor(t, ctx, updates, func() bool { return e.m.Status("crashy") == projector.StatusReconnecting })
+	select {
+	case got := <-waiting:
+		t.Fatalf("the call returned %q before the reconnect", got)
+	default:
+	}
+	if err := e.m.ReconnectNow("crashy"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-waiting; got != "during the drop" {
+		t.Fatalf("the call made during the drop: %q", got)
+	}
+	e.m.Close(ctx) // stores the calls' events
+	var deferred, finished int
+	for _, x := range ofType[*events.ToolCallStarted](e, "s1") {
+		if x.Tool == "echo" && x.Deferred {
+			deferred++
+		}
+	}
+	for _, x := range ofType[*events.ToolCallFinished](e, "s1") {
+		if x.Tool == "echo" && !x.IsError && !x.Retried {
+			finished++
+		}
+	}
+	if deferred != 1 || finished != 1 {
+		t.Errorf("echo: %d deferred starts and %d plain finishes recorded, want 1 and 1", deferred, finished)
+	}
+}
+
 // A disconnect reaches an owner that is blocked inside a connect: the
 // command cancels the connect, and the owner tears the server down and
 // records its Disconnected at once, whatever the connect's timeout.

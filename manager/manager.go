@@ -545,6 +545,7 @@ func (m *Manager) attachView(ctx context.Context) error {
 //	gate.emit          the gate decided, before it marks deferred servers and records
 //	run.listed         (server) the first tools/list returned, before it is recorded
 //	watch.ended        (server) the server's goroutine saw its connection end on its own and marked it dropped
+//	call.wait          (server) a tool call waits for the decision of the server's drop
 //	disconnect.sent    (server) a disconnect was sent to the server's owner
 //	finish.emit        (server) the owner's teardown is about to record Disconnected
 //	reload.discover    Reload tore everything down and is about to rediscover

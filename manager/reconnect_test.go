@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
@@ -27,11 +30,15 @@ type dropServers struct {
 	sessions map[string]*mcp.ServerSession
 	refuse   map[string]bool
 	deaf     map[string]bool // pings are never answered
-	hold     chan struct{}   // closed to let the tool "hold" return
+	// deadPeer: the next tools/call of the server finds its peer gone, as
+	// when the process at the other end was killed just before: writing
+	// the request fails, and the connection ends.
+	deadPeer map[string]bool
+	hold     chan struct{} // closed to let the tool "hold" return
 }
 
 func newDropServers() *dropServers {
-	return &dropServers{sessions: map[string]*mcp.ServerSession{}, refuse: map[string]bool{}, deaf: map[string]bool{}, hold: make(chan struct{})}
+	return &dropServers{sessions: map[string]*mcp.ServerSession{}, refuse: map[string]bool{}, deaf: map[string]bool{}, deadPeer: map[string]bool{}, hold: make(chan struct{})}
 }
 
 func (ds *dropServers) dial(name string, _ events.ServerConfig, _ transport.Resolved, _ string) (mcp.Transport, error) {
@@ -76,7 +83,43 @@ func (ds *dropServers) dial(name string, _ events.ServerConfig, _ transport.Reso
 	ds.mu.Lock()
 	ds.sessions[name] = ss
 	ds.mu.Unlock()
-	return ct, nil
+	return deadPeerTransport{ct, ds, name}, nil
+}
+
+// deadPeerTransport is a client transport of dropServers whose tools/call
+// writes fail while the server is marked deadPeer.
+type deadPeerTransport struct {
+	mcp.Transport
+	ds   *dropServers
+	name string
+}
+
+func (t deadPeerTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return deadPeerConn{c, t.ds, t.name}, nil
+}
+
+type deadPeerConn struct {
+	mcp.Connection
+	ds   *dropServers
+	name string
+}
+
+func (c deadPeerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
+		c.ds.mu.Lock()
+		dead := c.ds.deadPeer[c.name]
+		c.ds.deadPeer[c.name] = false
+		c.ds.mu.Unlock()
+		if dead {
+			c.ds.drop(c.name)
+			return &net.OpError{Op: "write", Net: "unix", Err: syscall.EPIPE}
+		}
+	}
+	return c.Connection.Write(ctx, msg)
 }
 
 // drop closes the server side of name's connection.
@@ -367,6 +410,42 @@ func TestCallDuringReconnectWaits(t *testing.T) {
 		}
 		if retried != 1 || deferred != 1 {
 			t.Errorf("%d retried and %d deferred calls recorded, want 1 and 1", retried, deferred)
+		}
+	})
+}
+
+// TestCallNeverSentWaitsForTheReconnect: a call whose request could not
+// be written, the connection's other end being gone already, is made on
+// the reconnected server, even for a tool that is not read-only: it never
+// reached the server, so it cannot run twice. It is not recorded as
+// retried.
+func TestCallNeverSentWaitsForTheReconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newReconnectEnv(t, Options{})
+		defer e.close()
+		e.connect("a")
+		e.ds.set(e.ds.deadPeer, "a", true)
+		r, err := e.tool("mcp_a_echo").Call(context.Background(), nil)
+		if err != nil || r.Err != nil || r.Text() != "ok" {
+			t.Fatalf("call: %v %+v", err, r)
+		}
+		e.flush()
+		var fins []*events.ToolCallFinished
+		var reconnected bool
+		for _, env := range e.envelopes() {
+			ev, _ := events.Decode(env)
+			switch x := ev.(type) {
+			case *events.ToolCallFinished:
+				fins = append(fins, x)
+			case *events.ToolsListed:
+				reconnected = reconnected || x.Cause == events.CauseReconnect
+			}
+		}
+		if len(fins) != 1 || fins[0].IsError || fins[0].Retried {
+			t.Errorf("ToolCallFinished %+v: want one, answered, not retried", fins)
+		}
+		if !reconnected {
+			t.Error("the call returned without a reconnect")
 		}
 	})
 }

@@ -146,6 +146,9 @@ type liveConn struct {
 	// flooded: the connection was closed for sending more than
 	// maxDeclinedRequests a second (m.mu).
 	flooded bool
+	// writesTapped: a call learns whether its request was written
+	// (tapWrites).
+	writesTapped bool
 	// era is the ServerEraDetected the connect recorded before
 	// ServerConnected (nil: none); first, the tools/list the connect made
 	// itself (era.go).

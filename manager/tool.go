@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
@@ -106,6 +108,20 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	}
 	m.mu.Lock()
 	s := m.servers[t.Server]
+	for s != nil && s.mach.State() == stDropped && !s.stops.Asked() {
+		// Its drop is being recorded: whether it reconnects (and the call
+		// waits for that) is decided at the end of it.
+		decided := s.decided
+		m.mu.Unlock()
+		m.yield("call.wait", t.Server)
+		select {
+		case <-decided:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		m.mu.Lock()
+		s = m.servers[t.Server]
+	}
 	if s != nil && !s.ending() && s.conn == nil && !s.deferred {
 		// Still connecting and not served from the cache: wait for the
 		// connection before the call is recorded.
@@ -152,14 +168,16 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	}
 	defer cancel()
 	cctx, rounds := withInputRounds(cctx)
-	res, errText, cut, err := m.doCall(cctx, s, t, args, deferred)
+	res, errText, cut, unsent, err := m.doCall(cctx, s, t, args, deferred)
 	// The call leaves its group only once ToolCallFinished is recorded: a
 	// teardown or a drop waits for the calls of its connection, so its
 	// Disconnected always follows them.
 	retried := false
-	if cut != nil && !m.reconnect.Disabled && retryable(t.Annotations) {
+	if cut != nil && !m.reconnect.Disabled && (unsent || retryable(t.Annotations)) {
 		// Cut off by the drop: a read-only or idempotent call is made once
-		// more on the reconnected server.
+		// more on the reconnected server. A call whose request never left
+		// (the connection was gone before it was written) waits for the
+		// reconnect as a call made during it does: it cannot run twice.
 		m.leaveCall(g)
 		g = nil
 		if m.awaitReconnect(cctx, s, cut) {
@@ -167,8 +185,8 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 			g = s.joinCall()
 			m.mu.Unlock()
 			if g != nil {
-				retried = true
-				res, errText, _, err = m.doCall(cctx, s, t, args, true)
+				retried = !unsent
+				res, errText, _, _, err = m.doCall(cctx, s, t, args, true)
 			}
 		}
 	}
@@ -226,16 +244,21 @@ func retryable(annotations json.RawMessage) bool {
 // doCall performs the call. errText is the recorded error of a
 // client-side failure (empty for the tool's own error results, which are
 // not recorded); cut is the connection whose end cut the call off, nil
-// when it was not.
-func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, deferred bool) (res *CallResult, errText string, cut *liveConn, err error) {
-	fail := func(e error) (*CallResult, string, *liveConn, error) {
+// when it was not, and unsent then says that the request never left for
+// the server (see [neverSent]).
+func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, deferred bool) (res *CallResult, errText string, cut *liveConn, unsent bool, err error) {
+	fail := func(e error) (*CallResult, string, *liveConn, bool, error) {
 		r := errorResult(e)
-		return r, r.Text(), nil, nil
+		return r, r.Text(), nil, false, nil
+	}
+	disconnected := func(lc *liveConn, unsent bool) (*CallResult, string, *liveConn, bool, error) {
+		r := errorResult(&ServerError{Server: s.name, Op: OpCall, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
+		return r, r.Text(), lc, unsent, nil
 	}
 	if deferred {
 		if err := m.awaitConnect(ctx, s); err != nil {
 			if ctx.Err() != nil {
-				return nil, "", nil, ctx.Err()
+				return nil, "", nil, false, ctx.Err()
 			}
 			return fail(err)
 		}
@@ -249,6 +272,11 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	m.mu.Unlock()
 	if lc == nil {
 		return fail(notConnected(s.name))
+	}
+	if lc.ctx.Err() != nil {
+		// The connection ended before the request was sent; its drop is
+		// being recorded.
+		return disconnected(lc, true)
 	}
 	// The end of the connection (a teardown included) ends in-flight calls
 	// at once.
@@ -269,21 +297,77 @@ func (m *Manager) doCall(ctx context.Context, s *server, t *Tool, args any, defe
 	if m.opts.CallMeta != nil {
 		addCallMeta(params, m.opts.CallMeta(ctx))
 	}
-	r, cerr := lc.cs.CallTool(cctx, params)
+	note := &sendNote{}
+	r, cerr := lc.cs.CallTool(context.WithValue(cctx, sendNoteKey{}, note), params)
 	if cerr != nil {
 		if ctx.Err() != nil {
-			return nil, "", nil, ctx.Err()
+			return nil, "", nil, false, ctx.Err()
 		}
 		if connectionEnded(ctx, lc, cerr) {
-			res, errText, _, err = fail(&ServerError{Server: s.name, Op: OpCall, Err: fmt.Errorf("%w: %s", ErrDisconnected, s.name)})
-			return res, errText, lc, err
+			return disconnected(lc, neverSent(lc, note, cerr))
 		}
 		if ctx.Err() != nil {
-			return nil, "", nil, ctx.Err()
+			return nil, "", nil, false, ctx.Err()
 		}
 		return fail(&ServerError{Server: s.name, Op: OpCall, Err: &scrubbedError{msg: lc.res.ScrubText(cerr.Error()), cause: cerr}})
 	}
-	return &CallResult{Result: r}, "", nil, nil
+	return &CallResult{Result: r}, "", nil, false, nil
+}
+
+// neverSent reports whether the request of a call that the end of its
+// connection lc cut off, failing with cerr, was never written: lc's write
+// tap, when it has one, saw no write of it succeed; without one, the
+// go-sdk refused it because the connection was already broken (or the
+// peer, closing, answered it without handling it). A request that was
+// written may have reached the server, whatever happened to its answer.
+func neverSent(lc *liveConn, note *sendNote, cerr error) bool {
+	if lc.writesTapped {
+		return !note.written.Load()
+	}
+	return errors.Is(cerr, mcp.ErrConnectionClosed)
+}
+
+// sendNote is what the write tap of a connection learned about one
+// call's request (see [writeTap]): whether a write of it succeeded.
+type sendNote struct{ written atomic.Bool }
+
+type sendNoteKey struct{}
+
+// tapWrites wraps the transport of a stdio server (run here or shared)
+// so that a call learns whether its request was written (neverSent). The
+// other transports stay as they are: a streamable-HTTP connection takes
+// the session's state through a method a wrapper cannot forward.
+func (m *Manager) tapWrites(cfg events.ServerConfig, t mcp.Transport) (mcp.Transport, bool) {
+	if m.opts.Dial != nil || cfg.Transport() != events.TransportStdio {
+		return t, false
+	}
+	return writeTap{t}, true
+}
+
+// writeTap notes, in the sendNote of a request's context, whether the
+// request was written.
+type writeTap struct{ mcp.Transport }
+
+func (t writeTap) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return writeTapConn{c}, nil
+}
+
+type writeTapConn struct{ mcp.Connection }
+
+func (c writeTapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if err == nil {
+		if n, ok := ctx.Value(sendNoteKey{}).(*sendNote); ok {
+			if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+				n.written.Store(true)
+			}
+		}
+	}
+	return err
 }
 
 // awaitConnect waits for s's connect to settle and returns its error. It

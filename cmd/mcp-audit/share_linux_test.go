@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -20,6 +22,11 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
 	"github.com/mcplife/mcplife/internal/shared"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/projector"
+	"github.com/mcplife/mcplife/store/memory"
+	"github.com/mcplife/mcplife/verify"
 )
 
 // stopDaemon ends the shared host listening on socket, which no test
@@ -272,4 +279,207 @@ func TestShareProxy(t *testing.T) {
 		cs.Close() // the proxy exits
 	}
 	stopDaemon(t, socket)
+}
+
+// TestShareDaemonKilledCallsGoOn kills the shared host while calls of a
+// host are inside its servers: the host records the drop and reconnects
+// through a shared host it starts itself; the read-only call cut off is
+// made once more there, the call that is not read-only fails (it must
+// not run twice), and a call made after the kill waits for the reconnect.
+func TestShareDaemonKilledCallsGoOn(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	socket := filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", shared.SocketName)
+	db := filepath.Join(t.TempDir(), "e.db")
+	d, _ := startDaemon(t, "--db", db, "daemon")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(asAuditEnv, "1") // the shared host the manager starts is this binary as mcp-audit
+
+	st := memory.New()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	m, err := manager.New(j, "host", &manager.Options{
+		Cwd: t.TempDir(), Gate: time.Minute,
+		Share: &manager.ShareOptions{Socket: socket, Start: []string{exe, "--db", db, "daemon"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	ro, ror := fixturetest.Command(t, "read-only=sleep")
+	rw, rwr := fixturetest.Command(t)
+	cfgs := []events.ServerConfig{{Name: "ro", Command: ro, Args: ror}, {Name: "rw", Command: rw, Args: rwr}}
+	if res, err := m.ConnectServers(shareCtx(t), cfgs, nil); err != nil || len(res.Errors) > 0 || len(res.Connected) != 2 {
+		t.Fatalf("connect: %v %+v", err, res)
+	}
+	type out struct {
+		res *manager.CallResult
+		err error
+	}
+	call := func(name string, args map[string]any) <-chan out {
+		tool, ok := m.Tool(name)
+		if !ok {
+			t.Fatalf("no tool %s in %v", name, m.Tools())
+		}
+		ch := make(chan out, 1)
+		go func() {
+			r, err := tool.Call(shareCtx(t), args)
+			ch <- out{r, err}
+		}()
+		return ch
+	}
+	roGate, rwGate := fixturetest.NewGate(t), fixturetest.NewGate(t)
+	cutRO := call("mcp_ro_sleep", map[string]any{"gate": roGate.Path()})
+	cutRW := call("mcp_rw_sleep", map[string]any{"gate": rwGate.Path()})
+	// Both calls are inside their servers, in the shared host.
+	if err := roGate.WaitReached(shareCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := rwGate.WaitReached(shareCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	first := d.Process.Pid
+	d.Process.Signal(syscall.SIGKILL)
+	waitCmd(t, d, "the killed daemon")
+	after := call("mcp_ro_echo", map[string]any{"text": "after the kill"})
+
+	if o := <-cutRW; o.err != nil || !errors.Is(o.res.Err, manager.ErrDisconnected) {
+		t.Errorf("the cut-off call that is not read-only: %v %+v, want it failed as disconnected", o.err, o.res)
+	}
+	if o := <-after; o.err != nil || o.res.Err != nil || o.res.Text() != "after the kill" {
+		t.Errorf("the call made after the kill: %v %+v", o.err, o.res)
+	}
+	// The read-only call is made again, in the new shared host's server.
+	if err := roGate.WaitReached(shareCtx(t), 2); err != nil {
+		t.Fatalf("the read-only call was not made again: %v", err)
+	}
+	roGate.Release()
+	if o := <-cutRO; o.err != nil || o.res.Err != nil || o.res.Text() != "released" {
+		t.Errorf("the cut-off read-only call: %v %+v", o.err, o.res)
+	}
+	// Both servers are back, through the new shared host.
+	updates, err := m.Watch(shareCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m.Status("ro") != projector.StatusConnected || m.Status("rw") != projector.StatusConnected {
+		select {
+		case <-updates:
+		case <-shareCtx(t).Done():
+			t.Fatalf("not reconnected: ro %s, rw %s", m.Status("ro"), m.Status("rw"))
+		}
+	}
+	m.Close(shareCtx(t))
+	c, err := shared.Dial(shareCtx(t), socket, shared.Hello{Session: "test", Pid: os.Getpid()})
+	if err != nil {
+		t.Fatalf("no new shared host: %v", err)
+	}
+	if pid := c.Welcome().Pid; pid == first {
+		t.Errorf("the shared host %d after the kill: want a new one", pid)
+	}
+	c.Close()
+	stopDaemon(t, socket)
+
+	var envs []events.Envelope
+	for env, err := range st.ReadStream(context.Background(), "host", 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, env)
+	}
+	if vs := verify.Session("host", envs); len(vs) > 0 {
+		t.Errorf("the host's session breaks the rules: %v", vs)
+	}
+	if t.Failed() {
+		for _, env := range envs {
+			ev, _ := events.Decode(env)
+			t.Logf("%s %s", env.Type, events.Describe(ev))
+		}
+	}
+	finished := map[string][]*events.ToolCallFinished{}
+	var connected []*events.ServerConnected
+	for _, env := range envs {
+		ev, err := events.Decode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch x := ev.(type) {
+		case *events.ToolCallFinished:
+			finished[x.Server+"/"+x.Tool] = append(finished[x.Server+"/"+x.Tool], x)
+		case *events.ServerConnected:
+			connected = append(connected, x)
+		}
+	}
+	if f := finished["ro/sleep"]; len(f) != 1 || !f[0].Retried || f[0].IsError {
+		t.Errorf("ro/sleep finished %+v: want once, retried", f)
+	}
+	if f := finished["rw/sleep"]; len(f) != 1 || f[0].Retried || !f[0].IsError {
+		t.Errorf("rw/sleep finished %+v: want once, failed, not retried", f)
+	}
+	if n := rwGate.Reached(); n != 1 {
+		t.Errorf("the call that is not read-only reached a server %d times, want once", n)
+	}
+	if n := len(connected); n != 4 {
+		t.Errorf("%d ServerConnected, want each server twice", n)
+	}
+	for _, c := range connected {
+		if c.Transport != events.TransportShared {
+			t.Errorf("ServerConnected %+v: want shared", c)
+		}
+	}
+}
+
+// TestShareHostKilledRecordedGone kills a `run --share` whose call is
+// inside the shared server: the shared host cancels the call and records
+// the host as gone (its control stream decides, whichever of the host's
+// connections it sees ending first), once.
+func TestShareHostKilledRecordedGone(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	socket := filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "mcplife", shared.SocketName)
+	db := filepath.Join(t.TempDir(), "e.db")
+	cfg := writeConfig(t, map[string][]string{"fx": nil})
+	d, _ := startDaemon(t, "--db", db, "daemon")
+	hold, cancelled := fixturetest.NewGate(t), fixturetest.NewGate(t)
+	r := mockCommand(t, "--db", db, "run", "--share", "--once", "--gate", "1m", "--cwd", t.TempDir(), "--config", cfg,
+		"--call", "fx/sleep", "--args", `{"gate":"`+hold.Path()+`","on_cancel":"`+cancelled.Path()+`"}`)
+	var out bytes.Buffer
+	r.Stdout, r.Stderr = &out, &out
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Process.Kill(); r.Wait() })
+	if err := hold.WaitReached(shareCtx(t), 1); err != nil {
+		t.Fatalf("the call in the server: %v\n%s", err, out.String())
+	}
+	r.Process.Signal(syscall.SIGKILL)
+	waitCmd(t, r, "the killed run")
+	if err := cancelled.WaitReached(shareCtx(t), 1); err != nil {
+		t.Fatalf("the call of the killed host was not cancelled: %v", err)
+	}
+	stopDaemon(t, socket)
+	if err := waitCmd(t, d, "the daemon"); err != nil {
+		t.Logf("daemon: %v", err)
+	}
+	all := sessionEvents(t, db)
+	var detached []*events.HostDetached
+	for _, evs := range all {
+		if _, st := countOf[*events.SessionStarted](evs); st == nil || st.Options["role"] != "shared host" {
+			continue
+		}
+		for _, ev := range evs {
+			if x, ok := ev.(*events.HostDetached); ok && x.Pid == r.Process.Pid {
+				detached = append(detached, x)
+			}
+		}
+	}
+	if len(detached) != 1 || detached[0].Reason != events.DetachHostGone {
+		t.Errorf("HostDetached of the killed host %+v: want one, host gone", detached)
+	}
 }

@@ -24,8 +24,11 @@
 //	POST /v1/s/{instance}/stream           Upgrade: mcplife-jsonrpc → 101, then the connection is
 //	                                       one MCP session of the instance, newline-delimited
 //	                                       JSON-RPC both ways (the data path: a call costs no
-//	                                       HTTP exchange); its end detaches, and the shared host
-//	                                       closes its side only after recording that
+//	                                       HTTP exchange); the host's close of its writing half
+//	                                       detaches (an empty line may still reach the host),
+//	                                       and the shared host closes its side only after
+//	                                       recording that; a stream cut whole is released by
+//	                                       the control stream's end, as the host gone
 //	/v1/s/{instance}/mcp                   the instance as a streamable-HTTP MCP server, for a
 //	                                       client that wants HTTP; the DELETE that closes its
 //	                                       MCP session detaches

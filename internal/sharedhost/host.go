@@ -597,6 +597,39 @@ func (h *Host) follow(updates <-chan manager.Update) {
 	}
 }
 
+// streamEnded releases the attachment of hc to in that the stream conn
+// held, once the stream's session ended. The control stream decides how
+// a host's attachments end: a stream's end is recorded as a detach only
+// when the host closed the stream itself, which it does by closing its
+// writing half and reading on until the shared host closes its end (so an
+// empty line, which a reader of JSON-RPC skips, still reaches it). A
+// stream that ended with the control stream, or that was cut whole (the
+// host's process died, or the shared host cut its connections), leaves
+// its attachment to the control stream's end, which records the host as
+// gone. So the reason recorded does not depend on which of a host's
+// connections is seen ending first.
+func (h *Host) streamEnded(in *instance, hc *hostConn, conn net.Conn) {
+	if hc.ctx.Err() != nil {
+		return
+	}
+	if _, err := io.WriteString(conn, "\n"); err != nil {
+		return
+	}
+	h.mu.Lock()
+	n := hc.attached[in]
+	if n > 0 {
+		if n == 1 {
+			delete(hc.attached, in)
+		} else {
+			hc.attached[in] = n - 1
+		}
+	}
+	h.mu.Unlock()
+	if n > 0 {
+		h.release(in, hc, 1, events.DetachRequested)
+	}
+}
+
 // writeError answers with a [shared.Failure].
 func writeError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")

@@ -420,7 +420,8 @@ type hostKey struct{}
 // relayStream serves an instance's stream: the request is upgraded to a
 // bidirectional byte stream of newline-delimited JSON-RPC, an MCP session
 // of the instance's relay. Its end (the host closed its session, or its
-// control stream ended, which closes it) releases the host's attachment.
+// control stream ended, which closes it) releases the host's attachment
+// (see streamEnded).
 func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 	in := h.servedInstance(w, r)
 	if in == nil {
@@ -471,19 +472,7 @@ func (h *Host) serveStream(w http.ResponseWriter, in *instance, hc *hostConn, fi
 	ss.Wait()
 	stop()
 	in.relay.SessionEnded(ss)
-	h.mu.Lock()
-	n := hc.attached[in]
-	if n > 0 {
-		if n == 1 {
-			delete(hc.attached, in)
-		} else {
-			hc.attached[in] = n - 1
-		}
-	}
-	h.mu.Unlock()
-	if n > 0 {
-		h.release(in, hc, 1, events.DetachRequested)
-	}
+	h.streamEnded(in, hc, conn)
 }
 
 // stream is a hijacked connection: reads go through the buffer that read
