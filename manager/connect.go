@@ -358,6 +358,7 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		m.emitDeferred("", connected)
 	}
 	r.leave()
+	m.publishSplice(s, lc, connected.ProtocolVersion)
 	m.setState(s, stListing)
 	m.mu.Lock()
 	s.conn = lc
@@ -538,7 +539,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 		cctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
 	client.AddSendingMiddleware(lc.wire.outer) // last: health checks pass every other middleware
-	cs, err := client.Connect(cctx, m.transcribe(s, res, t), &mcp.ClientSessionOptions{ProtocolVersion: pv})
+	cs, err := client.Connect(cctx, m.transcribe(s, res, m.spliceable(lc, t)), &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
 	err = withNeedsAuthSeen(res.OAuth, err)
