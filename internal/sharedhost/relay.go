@@ -427,13 +427,16 @@ func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 	}
 	// The host travels in the session's context, which the go-sdk hands
 	// to each request's handler.
-	ss, err := in.relay.Server().Connect(context.WithValue(hc.ctx, hostKey{}, hc), &mcp.IOTransport{Reader: s, Writer: s}, nil)
+	sp := in.splicer(&mcp.IOTransport{Reader: s, Writer: s})
+	ss, err := in.relay.Server().Connect(context.WithValue(hc.ctx, hostKey{}, hc), sp, nil)
+	sp.bind(ss)
 	if err != nil {
 		return
 	}
 	stop := context.AfterFunc(hc.ctx, func() { ss.Close() })
 	ss.Wait()
 	stop()
+	sp.end()
 	h.mu.Lock()
 	n := hc.attached[in]
 	if n > 0 {
