@@ -4,6 +4,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/internal/splice"
+	"github.com/mcplife/mcplife/manager/internal/transport"
 )
 
 // The shared host splices its hosts' tool calls onto its connections to
@@ -21,7 +22,12 @@ func (m *Manager) spliceable(lc *liveConn, t mcp.Transport) mcp.Transport {
 	if m.opts.splice == nil {
 		return t
 	}
-	t, lc.splice = splice.Wrap(t)
+	st := t
+	t, lc.splice = splice.Wrap(st)
+	// The responses of spliced calls are taken off a stdio server's
+	// stdout as they are read, not after the connection handed them to
+	// its client's reader.
+	transport.OnLine(st, lc.splice.Tap)
 	return t
 }
 

@@ -23,6 +23,7 @@
 package splice
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,8 +131,9 @@ func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
 // Point is one connection to a server that requests can be spliced onto.
 // It is safe for concurrent use.
 type Point struct {
-	next    atomic.Uint64
-	ntokens atomic.Int32 // calls in flight with a progress token
+	next     atomic.Uint64
+	inflight atomic.Int32 // calls in flight
+	ntokens  atomic.Int32 // calls in flight with a progress token
 
 	mu      sync.Mutex
 	conn    mcp.Connection // the connection below the manager's client
@@ -164,8 +166,11 @@ type Call struct {
 
 // callHead is what Start reads of a request's params.
 type callHead struct {
-	Name string                     `json:"name"`
-	Meta map[string]json.RawMessage `json:"_meta"`
+	Name string `json:"name"`
+	Meta struct {
+		ProtocolVersion *string         `json:"io.modelcontextprotocol/protocolVersion"`
+		ProgressToken   json.RawMessage `json:"progressToken"`
+	} `json:"_meta"`
 }
 
 // Start sends req, a request of the caller's, on the connection under an
@@ -187,10 +192,8 @@ func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*js
 		return nil, ErrNotPassthrough
 	}
 	version := sessionVersion
-	if v, ok := head.Meta[mcp.MetaKeyProtocolVersion]; ok {
-		if json.Unmarshal(v, &version) != nil {
-			return nil, ErrNotPassthrough
-		}
+	if v := head.Meta.ProtocolVersion; v != nil {
+		version = *v
 	}
 	p.mu.Lock()
 	conn, want, renamed, ended := p.conn, p.version, p.renamed, p.ended
@@ -204,7 +207,7 @@ func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*js
 	n := strconv.FormatUint(p.next.Add(1), 10)
 	c := &Call{p: p, id: prefix + n, hostID: req.ID, done: done, progress: progress}
 	params := req.Params
-	if tok, ok := head.Meta["progressToken"]; ok && string(tok) != "null" {
+	if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 		c.token, c.hostToken = prefix+"t"+n, tok
 		var err error
 		if params, err = replaceToken(params, c.token); err != nil {
@@ -217,6 +220,7 @@ func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*js
 		return nil, ErrEnded
 	}
 	p.calls[c.id] = c
+	p.inflight.Add(1)
 	if c.token != "" {
 		p.tokens[c.token] = c
 		p.ntokens.Add(1)
@@ -257,6 +261,7 @@ func (p *Point) forget(c *Call) bool {
 		return false
 	}
 	delete(p.calls, c.id)
+	p.inflight.Add(-1)
 	if c.token != "" {
 		delete(p.tokens, c.token)
 		p.ntokens.Add(-1)
@@ -275,6 +280,7 @@ func (p *Point) end() {
 	p.ended = true
 	calls := p.calls
 	p.calls, p.tokens = map[string]*Call{}, map[string]*Call{}
+	p.inflight.Store(0)
 	p.ntokens.Store(0)
 	reg, server := p.reg, p.server
 	p.mu.Unlock()
@@ -320,6 +326,34 @@ func (c *conn) Close() error {
 	c.p.end()
 	return err
 }
+
+// Tap takes the response or a progress notification of a spliced call
+// off a line of the connection (one message, as the server wrote it) and
+// reports whether it did; a transport that sees its lines before the
+// connection reads them calls it, so they need not wait for the
+// connection's reader. It does not keep line.
+func (p *Point) Tap(line []byte) bool {
+	if p.inflight.Load() == 0 || !bytes.Contains(line, tapMark) {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return false
+	}
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		if id, ok := m.ID.Raw().(string); ok && strings.HasPrefix(id, prefix) {
+			p.answer(id, m)
+			return true
+		}
+	case *jsonrpc.Request:
+		return m.Method == methodProgress && p.progress(m)
+	}
+	return false
+}
+
+// tapMark is in every line Tap takes.
+var tapMark = []byte(`"` + prefix)
 
 // answer passes the response of a spliced call to its caller.
 func (p *Point) answer(id string, m *jsonrpc.Response) {
