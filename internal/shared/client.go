@@ -231,7 +231,7 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		case <-s.closed:
 		}
 	}()
-	return (&mcp.IOTransport{Reader: s, Writer: s}).Connect(ctx)
+	return NewLineConn(s, s, s.Close), nil
 }
 
 // detachWait bounds how long closing a stream waits for the shared host

@@ -427,7 +427,7 @@ func (h *Host) relayStream(w http.ResponseWriter, r *http.Request) {
 	}
 	// The host travels in the session's context, which the go-sdk hands
 	// to each request's handler.
-	sp := in.splicer(&mcp.IOTransport{Reader: s, Writer: s})
+	sp := in.splicer(s)
 	ss, err := in.relay.Server().Connect(context.WithValue(hc.ctx, hostKey{}, hc), sp, nil)
 	sp.bind(ss)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcplife/mcplife/internal/shared"
 	"github.com/mcplife/mcplife/internal/splice"
 	"github.com/mcplife/mcplife/manager"
 )
@@ -41,9 +42,9 @@ const (
 // server sees it: the tools/call requests that can be spliced, and the
 // cancellations of spliced calls, are taken out of what it reads.
 type splicer struct {
-	in    *instance
-	inner mcp.Transport
-	conn  mcp.Connection // the stream's, set by Connect
+	in   *instance
+	s    *stream
+	conn *shared.LineConn // set by Connect
 
 	bindOnce sync.Once
 	bound    chan struct{} // closed by bind
@@ -55,8 +56,8 @@ type splicer struct {
 }
 
 // splicer returns the splicing transport of a stream of in.
-func (in *instance) splicer(t mcp.Transport) *splicer {
-	return &splicer{in: in, inner: t, bound: make(chan struct{}), calls: map[jsonrpc.ID]*splicedCall{}}
+func (in *instance) splicer(s *stream) *splicer {
+	return &splicer{in: in, s: s, bound: make(chan struct{}), calls: map[jsonrpc.ID]*splicedCall{}}
 }
 
 // splicedCall is a host's call in flight on the server's connection.
@@ -67,12 +68,8 @@ type splicedCall struct {
 }
 
 func (sp *splicer) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := sp.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sp.conn = c
-	return &spliceConn{Connection: c, sp: sp}, nil
+	sp.conn = shared.NewLineConn(sp.s, sp.s, sp.s.Close)
+	return &spliceConn{Connection: sp.conn, sp: sp}, nil
 }
 
 // bind names the relay session of the stream (nil when it did not
@@ -183,6 +180,10 @@ func (sp *splicer) finish(hostID jsonrpc.ID, sc *splicedCall, resp *jsonrpc.Resp
 	}
 	if err != nil {
 		resp = disconnectedResponse(hostID, sp.in.id)
+	}
+	if resp.Error == nil {
+		sp.conn.WriteResult(resp.ID, resp.Result)
+		return
 	}
 	sp.conn.Write(context.Background(), resp)
 }
