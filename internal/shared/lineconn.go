@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +38,26 @@ type LineConn struct {
 
 	wmu sync.Mutex
 	buf []byte // guarded by wmu
+	// writeTimeout bounds each write, through setDeadline (see
+	// [LineConn.SetWriteTimeout]); fixed before the first write.
+	writeTimeout time.Duration
+	setDeadline  func(time.Time) error
+}
+
+// SetWriteTimeout bounds each write to d, setting the deadline of the
+// connection below with set before it: a peer that stops reading fails
+// the writes to it after d instead of holding the writer. It must be
+// called before the first write. After a write that failed the stream
+// may hold part of a message: it is to be closed.
+func (c *LineConn) SetWriteTimeout(d time.Duration, set func(time.Time) error) {
+	c.writeTimeout, c.setDeadline = d, set
+}
+
+// deadline sets the deadline of the next write. Requires c.wmu.
+func (c *LineConn) deadline() {
+	if c.setDeadline != nil {
+		c.setDeadline(time.Now().Add(c.writeTimeout))
+	}
 }
 
 // NewLineConn returns the connection that reads r and writes w; its
@@ -155,6 +176,7 @@ func (c *LineConn) WriteResult(id jsonrpc.ID, result json.RawMessage) error {
 	b = append(b, `,"result":`...)
 	b = append(b, result...)
 	b = append(b, "}\n"...)
+	c.deadline()
 	_, err := c.w.Write(b)
 	if cap(b) <= 64<<10 {
 		c.buf = b
@@ -166,6 +188,7 @@ func (c *LineConn) writeLine(data []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	b := append(append(c.buf[:0], data...), '\n')
+	c.deadline()
 	_, err := c.w.Write(b)
 	if cap(b) <= 64<<10 {
 		c.buf = b

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,8 +68,16 @@ type splicedCall struct {
 	leaveOnce sync.Once
 }
 
+// hostWriteTimeout bounds a write to a host's stream. The answers of
+// spliced calls are written on the reading goroutine of the server's
+// connection, so a host that stops reading its stream would hold every
+// host's calls and the shared host's own requests: after this long its
+// stream is closed instead (it reconnects).
+const hostWriteTimeout = 5 * time.Second
+
 func (sp *splicer) Connect(ctx context.Context) (mcp.Connection, error) {
 	sp.conn = shared.NewLineConn(sp.s, sp.s, sp.s.Close)
+	sp.conn.SetWriteTimeout(hostWriteTimeout, sp.s.Conn.SetWriteDeadline)
 	return &spliceConn{Connection: sp.conn, sp: sp}, nil
 }
 
@@ -182,15 +191,24 @@ func (sp *splicer) finish(hostID jsonrpc.ID, sc *splicedCall, resp *jsonrpc.Resp
 		resp = disconnectedResponse(hostID, sp.in.id)
 	}
 	if resp.Error == nil {
-		sp.conn.WriteResult(resp.ID, resp.Result)
-		return
+		err = sp.conn.WriteResult(resp.ID, resp.Result)
+	} else {
+		err = sp.conn.Write(context.Background(), resp)
 	}
-	sp.conn.Write(context.Background(), resp)
+	sp.failed(err)
 }
 
 // notify passes a progress notification of a spliced call to the host.
 func (sp *splicer) notify(n *jsonrpc.Request) {
-	sp.conn.Write(context.Background(), n)
+	sp.failed(sp.conn.Write(context.Background(), n))
+}
+
+// failed ends the host's stream after a write to it failed (it may hold
+// part of a message).
+func (sp *splicer) failed(err error) {
+	if err != nil {
+		sp.s.Conn.Close()
+	}
 }
 
 // cancel passes a host's notifications/cancelled of a spliced call on and
