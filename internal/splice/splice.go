@@ -336,6 +336,10 @@ func (p *Point) Tap(line []byte) bool {
 	if p.inflight.Load() == 0 || !bytes.Contains(line, tapMark) {
 		return false
 	}
+	if id, result, ok := plainResult(line); ok {
+		p.answer(id, &jsonrpc.Response{Result: bytes.Clone(result)})
+		return true
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		return false
@@ -354,6 +358,41 @@ func (p *Point) Tap(line []byte) bool {
 
 // tapMark is in every line Tap takes.
 var tapMark = []byte(`"` + prefix)
+
+// resultHead and resultKey frame the result of a spliced call as the
+// go-sdk writes it: {"jsonrpc":"2.0","id":"<id>","result":<result>}.
+const (
+	resultHead = `{"jsonrpc":"2.0","id":"`
+	resultKey  = `,"result":`
+)
+
+// plainResult returns the id and the result of a response line of a
+// spliced call in the go-sdk's layout, without decoding the result, and
+// false for any other line (which is decoded instead).
+func plainResult(line []byte) (id string, result []byte, ok bool) {
+	if !bytes.HasPrefix(line, []byte(resultHead+prefix)) {
+		return "", nil, false
+	}
+	rest := line[len(resultHead):]
+	q := bytes.IndexByte(rest, '"')
+	if q < len(prefix)+1 {
+		return "", nil, false
+	}
+	for _, c := range rest[len(prefix):q] {
+		if c < '0' || c > '9' {
+			return "", nil, false
+		}
+	}
+	after := rest[q+1:]
+	if !bytes.HasPrefix(after, []byte(resultKey)) || !bytes.HasSuffix(after, []byte("}")) {
+		return "", nil, false
+	}
+	result = after[len(resultKey) : len(after)-1]
+	if !json.Valid(result) { // one value, nothing after it
+		return "", nil, false
+	}
+	return string(rest[:q]), result, true
+}
 
 // answer passes the response of a spliced call to its caller.
 func (p *Point) answer(id string, m *jsonrpc.Response) {

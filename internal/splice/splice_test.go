@@ -135,3 +135,24 @@ func TestPoint(t *testing.T) {
 		t.Errorf("start after the end: %v, want ErrEnded", err)
 	}
 }
+
+// TestPlainResult takes the result of a spliced call's response out of
+// the go-sdk's layout, and leaves any other line to the decoder.
+func TestPlainResult(t *testing.T) {
+	id, res, ok := plainResult([]byte(`{"jsonrpc":"2.0","id":"` + prefix + `12","result":{"content":[{"type":"text","text":"}"}]}}`))
+	if !ok || id != prefix+"12" || string(res) != `{"content":[{"type":"text","text":"}"}]}` {
+		t.Errorf("plain result: %q %s %v", id, res, ok)
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":"` + prefix + `12","error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":"` + prefix + `12","result":{},"error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":"` + prefix + `t3","result":{}}`,
+		`{"jsonrpc":"2.0","id":"other","result":{}}`,
+		`{"jsonrpc":"2.0","id":7,"result":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"` + prefix + `t3"}}`,
+	} {
+		if _, _, ok := plainResult([]byte(line)); ok {
+			t.Errorf("%s: taken as a plain result", line)
+		}
+	}
+}
