@@ -359,6 +359,7 @@ func (m *Manager) establish(s *server) (lc *liveConn, last string, cut, ok bool)
 		m.emitDeferred("", connected)
 	}
 	r.leave()
+	m.publishSplice(s, lc, connected.ProtocolVersion)
 	m.setState(s, stListing)
 	m.mu.Lock()
 	s.conn = lc
@@ -548,7 +549,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 		cctx, cancel = context.WithTimeout(ctx, s.timeout)
 	}
 	client.AddSendingMiddleware(lc.wire.outer) // last: health checks pass every other middleware
-	ct, tapped := m.tapWrites(res.Cfg, m.transcribe(s, res, t))
+	ct, tapped := m.tapWrites(res.Cfg, m.transcribe(s, res, m.spliceable(lc, t)))
 	lc.writesTapped = tapped
 	cs, err := client.Connect(cctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/splice"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager/internal/transport"
 	"github.com/mcplife/mcplife/oauth"
@@ -187,6 +188,10 @@ type Options struct {
 	// instead of starting them here (see [ShareOptions]). Off by default;
 	// ignored with Dial.
 	Share *ShareOptions
+
+	// splice, set by the shared host (through package splice), is where
+	// the connections of the servers are published for its hosts' calls.
+	splice *splice.Registry
 }
 
 // ClientOptions are the client identity sent in initialize (and in OAuth

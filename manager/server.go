@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
+	"github.com/mcplife/mcplife/internal/splice"
 	"github.com/mcplife/mcplife/manager/internal/conn"
 	"github.com/mcplife/mcplife/manager/internal/transport"
 )
@@ -120,6 +121,9 @@ type liveConn struct {
 	authContext string
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
+	// splice is the connection's point for spliced calls (nil unless
+	// the shared host runs the manager).
+	splice *splice.Point
 	// logs rate-limits the server's log messages (fields under m.mu);
 	// setLevel: logging/setLevel asks the server for logs once connected;
 	// logsPerRequest: the log level goes in each request's _meta instead.

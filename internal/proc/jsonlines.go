@@ -44,6 +44,11 @@ type JSONLines struct {
 	out  []byte        // what Read returns next: one message line
 	big  *topLevelScan // set while discarding a line longer than limit
 
+	// Tap, when set (before the first Read), sees each message line
+	// before it is passed on, without its line end; a line it reports
+	// taken is not passed on. It must not keep the line.
+	Tap func(line []byte) bool
+
 	skipped   int // lines that were not JSON-RPC
 	oversized int // lines longer than limit
 	deep      int // messages nested too deep
@@ -148,6 +153,9 @@ func (f *JSONLines) take(line []byte) {
 		f.skipped++
 		f.log.Debug("MCP server wrote a stdout line that is not JSON-RPC; skipped", "lines", f.skipped)
 		f.note(fmt.Sprintf("skipped non-JSON-RPC stdout line %d: %s", f.skipped, excerpt(msg, 200)))
+		return
+	}
+	if f.Tap != nil && f.Tap(msg) {
 		return
 	}
 	// The go-sdk accepts a message followed by "\n" or "\r\n" and

@@ -333,7 +333,7 @@ func (t *streamTransport) open(ctx context.Context, conn net.Conn, br *bufio.Rea
 		case <-s.closed:
 		}
 	}()
-	return (&mcp.IOTransport{Reader: s, Writer: s}).Connect(ctx)
+	return NewLineConn(s, s, s.Close), nil
 }
 
 // Answering returns the sending middleware that answers, on a client

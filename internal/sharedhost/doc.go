@@ -9,7 +9,11 @@
 // hash of the resolved values, the working directory and the roots), and
 // is offered to the hosts attached to it as an MCP server of its own: a
 // relay whose tools mirror the instance's and whose calls go through the
-// shared host's manager, so they are recorded on both sides.
+// shared host's manager, so they are recorded on both sides. A host's
+// tools/call on its stream in the protocol version the shared host speaks
+// to the server skips the relay: it is spliced onto the manager's
+// connection to the server under an id of its own (package splice) and
+// recorded by the host only.
 //
 // A Go program runs one with session.ServeShared; underneath it is
 //

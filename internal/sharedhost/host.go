@@ -27,6 +27,7 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/proc"
 	"github.com/mcplife/mcplife/internal/shared"
+	"github.com/mcplife/mcplife/internal/splice"
 	"github.com/mcplife/mcplife/journal"
 	"github.com/mcplife/mcplife/manager"
 	"github.com/mcplife/mcplife/store"
@@ -135,6 +136,10 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 			r.ResourceUpdated(uri)
 		}
 	}
+	// The hosts' tool calls pass straight onto the manager's connections
+	// to the servers where they can (splice.go).
+	splices := splice.NewRegistry()
+	splice.UseRegistry(&mo, splices)
 	mgr, err := manager.New(j, session, &mo)
 	if err != nil {
 		l.Close()
@@ -143,7 +148,7 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 	key := make([]byte, 32)
 	rand.Read(key)
 	h = &Host{
-		mgr: mgr, j: j, session: session, idle: o.Idle, firstHost: o.FirstHost, log: o.Logger, key: key,
+		mgr: mgr, splices: splices, j: j, session: session, idle: o.Idle, firstHost: o.FirstHost, log: o.Logger, key: key,
 		hosts: map[string]*hostConn{}, instances: map[string]*instance{}, byID: map[string]*instance{},
 		empty: make(chan struct{}),
 	}
@@ -221,6 +226,7 @@ func Serve(ctx context.Context, l net.Listener, j *journal.Journal, session stri
 // Host is a running shared host's state.
 type Host struct {
 	mgr     *manager.Manager
+	splices *splice.Registry // the manager's connections, for spliced calls
 	j       *journal.Journal
 	session string
 	idle    time.Duration

@@ -464,13 +464,16 @@ func (h *Host) serveStream(w http.ResponseWriter, in *instance, hc *hostConn, fi
 	// The host travels in the session's context, which the go-sdk hands
 	// to each request's handler.
 	sctx := withRevision(context.WithValue(hc.ctx, hostKey{}, hc), revision)
-	ss, err := in.relay.Server().Connect(sctx, &mcp.IOTransport{Reader: s, Writer: s}, nil)
+	sp := in.splicer(s)
+	ss, err := in.relay.Server().Connect(sctx, sp, nil)
+	sp.bind(ss)
 	if err != nil {
 		return
 	}
 	stop := context.AfterFunc(hc.ctx, func() { ss.Close() })
 	ss.Wait()
 	stop()
+	sp.end()
 	in.relay.SessionEnded(ss)
 	h.streamEnded(in, hc, conn)
 }

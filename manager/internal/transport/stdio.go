@@ -41,6 +41,23 @@ type stdioTransport struct {
 	// stdinGrace and termGrace are the teardown timings of the process
 	// (see [proc.Options]).
 	stdinGrace, termGrace time.Duration
+	// tap sees the message lines of stdout first (see [OnLine]).
+	tap func([]byte) bool
+}
+
+// OnLine has tap see each message line of a stdio transport's stdout
+// before the connection reads it: a line tap reports taken is not read.
+// It is called on the connection's reading goroutine, with a line it must
+// not keep. OnLine reports false, and does nothing, for a transport that
+// [New] did not return for a stdio server; it must be called before the
+// transport connects.
+func OnLine(t mcp.Transport, tap func(line []byte) bool) bool {
+	st, ok := t.(*stdioTransport)
+	if !ok {
+		return false
+	}
+	st.tap = tap
+	return true
 }
 
 // Process returns the process started by a stdio transport that [New]
@@ -71,6 +88,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		limit = DefaultMaxMessageSize
 	}
 	lines := proc.NewJSONLines(p.Stdout(), t.server, limit, p.Stderr(), log)
+	lines.Tap = t.tap
 	// The filter bounds every line it passes, and answers a request whose
 	// response was too long; the go-sdk's own bound would end the whole
 	// connection instead, so it is off.

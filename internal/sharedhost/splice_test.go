@@ -1,0 +1,344 @@
+package sharedhost_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/fixture"
+	"github.com/mcplife/mcplife/internal/fixture/fixturetest"
+	"github.com/mcplife/mcplife/internal/shared"
+	"github.com/mcplife/mcplife/internal/sharedhost"
+	"github.com/mcplife/mcplife/journal"
+	"github.com/mcplife/mcplife/manager"
+	"github.com/mcplife/mcplife/store"
+	"github.com/mcplife/mcplife/store/memory"
+)
+
+func TestMain(m *testing.M) {
+	fixture.RunIfChild()
+	os.Exit(m.Run())
+}
+
+// deadline bounds every wait of these tests.
+const deadline = 2 * time.Minute
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), deadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// spliceEnv is a shared host serving in this process, its session
+// "shared" in st.
+type spliceEnv struct {
+	t      *testing.T
+	st     store.Store
+	socket string
+	cwd    string
+	inMem  bool // the server is srv of newSpliceEnv, not the fixture
+}
+
+// newSpliceEnv serves a shared host whose servers are the fixture, or,
+// given srv, srv in this process.
+func newSpliceEnv(t *testing.T, srv ...*mcp.Server) *spliceEnv {
+	t.Helper()
+	opts := &sharedhost.Options{Idle: time.Hour}
+	if len(srv) > 0 {
+		opts.Manager = &manager.Options{Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			if _, err := srv[0].Connect(ctx, st, nil); err != nil {
+				return nil, err
+			}
+			return ct, nil
+		}}
+	}
+	st := memory.New()
+	j, err := journal.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	e := &spliceEnv{t: t, st: st, socket: filepath.Join(t.TempDir(), "run", shared.SocketName), cwd: t.TempDir(), inMem: len(srv) > 0}
+	l, err := shared.Listen(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- sharedhost.Serve(ctx, l, j, "shared", opts) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Errorf("shared host: %v", err)
+			}
+		case <-time.After(deadline):
+			t.Error("the shared host did not end")
+		}
+	})
+	return e
+}
+
+// host is one attached host: its control stream and an MCP session of
+// the fixture's instance on a stream.
+type host struct {
+	c  *shared.Client
+	cs *mcp.ClientSession
+}
+
+// attach attaches a host to the fixture (the same instance for every
+// host of e) with the client options opts.
+func (e *spliceEnv) attach(name string, opts *mcp.ClientOptions) *host {
+	e.t.Helper()
+	c, err := shared.Dial(testCtx(e.t), e.socket, shared.Hello{Session: name, Pid: os.Getpid()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	cmd, args := "in-memory", []string(nil)
+	if !e.inMem {
+		cmd, args = fixturetest.Command(e.t)
+	}
+	att, err := c.Attach(testCtx(e.t), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: e.cwd})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(testCtx(e.t), c.Transport(att), nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return &host{c: c, cs: cs}
+}
+
+// recordedCalls returns the calls the shared host's session recorded.
+func (e *spliceEnv) recordedCalls() int {
+	e.t.Helper()
+	n := 0
+	for env, err := range e.st.ReadStream(context.Background(), "shared", 1) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if env.Type == events.TypeToolCallStarted {
+			n++
+		}
+	}
+	return n
+}
+
+// call is a tool call's outcome.
+type call struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+func (h *host) callAsync(ctx context.Context, p *mcp.CallToolParams) <-chan call {
+	ch := make(chan call, 1)
+	go func() {
+		res, err := h.cs.CallTool(ctx, p)
+		ch <- call{res, err}
+	}()
+	return ch
+}
+
+func text(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func wait(t *testing.T, ch <-chan call) call {
+	t.Helper()
+	select {
+	case c := <-ch:
+		return c
+	case <-time.After(deadline):
+		t.Fatal("a call never returned")
+		return call{}
+	}
+}
+
+// TestSpliceTwoHostsConcurrent has two hosts call one shared server at
+// once: each host's client numbers its requests alike, so their ids
+// collide on the server's connection unless the shared host rewrites
+// them; every call gets its own answer, and the shared host records
+// none of them (they did not go through its manager).
+func TestSpliceTwoHostsConcurrent(t *testing.T) {
+	e := newSpliceEnv(t)
+	hosts := []*host{e.attach("h1", nil), e.attach("h2", nil)}
+	ctx := testCtx(t)
+	gate := fixturetest.NewGate(t)
+	var held []<-chan call
+	for _, h := range hosts {
+		held = append(held, h.callAsync(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"gate": gate.Path()}}))
+	}
+	if err := gate.WaitReached(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Both held calls are in flight; more calls of both hosts meanwhile.
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		for k := range 10 {
+			wg.Go(func() {
+				want := fmt.Sprintf("h%d call %d", i+1, k)
+				res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": want}})
+				if err != nil || res.IsError || text(res) != want {
+					t.Errorf("echo %q: %v %q", want, err, text(res))
+				}
+			})
+		}
+	}
+	wg.Wait()
+	gate.Release()
+	for i, ch := range held {
+		if c := wait(t, ch); c.err != nil || c.res.IsError || text(c.res) != "released" {
+			t.Errorf("host %d: held call: %v %q", i+1, c.err, text(c.res))
+		}
+	}
+	if n := e.recordedCalls(); n != 0 {
+		t.Errorf("the shared host recorded %d calls: want none, every call spliced", n)
+	}
+}
+
+// TestSpliceProgress has two hosts call a tool that reports progress at
+// once, under the same progress token: each gets its own notifications,
+// with its token. Both calls are in flight while they report.
+func TestSpliceProgress(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "reporter", Version: "1"}, nil)
+	var first sync.WaitGroup // the first notification of both calls went out
+	first.Add(2)
+	srv.AddTool(&mcp.Tool{Name: "progress", InputSchema: json.RawMessage(`{"type":"object","properties":{"steps":{"type":"integer"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Steps int `json:"steps"`
+			}
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+			tok := req.Params.GetProgressToken()
+			for i := 1; i <= in.Steps; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(in.Steps)}); err != nil {
+					return nil, err
+				}
+				if i == 1 {
+					first.Done()
+					first.Wait()
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	e := newSpliceEnv(t, srv)
+	var got [2]chan *mcp.ProgressNotificationParams
+	var hosts []*host
+	for i := range got {
+		got[i] = make(chan *mcp.ProgressNotificationParams, 16)
+		hosts = append(hosts, e.attach(fmt.Sprintf("h%d", i+1), &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				got[i] <- req.Params
+			},
+		}))
+	}
+	ctx := testCtx(t)
+	var calls []<-chan call
+	for i, h := range hosts {
+		p := &mcp.CallToolParams{Name: "progress", Arguments: map[string]any{"steps": 3 + i}}
+		p.SetProgressToken("tok")
+		calls = append(calls, h.callAsync(ctx, p))
+	}
+	for i, ch := range calls {
+		if c := wait(t, ch); c.err != nil || c.res.IsError {
+			t.Fatalf("host %d: progress: %v %q", i+1, c.err, text(c.res))
+		}
+	}
+	for i := range got {
+		// The go-sdk delivers notifications apart from the response:
+		// the last may come just after it.
+		want := 3 + i
+		for k := range want {
+			select {
+			case p := <-got[i]:
+				if p.ProgressToken != "tok" || p.Total != float64(want) {
+					t.Errorf("host %d: notification %+v: want token tok, total %d", i+1, p, want)
+				}
+			case <-ctx.Done():
+				t.Fatalf("host %d: %d progress notifications, want %d", i+1, k, want)
+			}
+		}
+	}
+	for i := range got {
+		if n := len(got[i]); n > 0 {
+			t.Errorf("host %d: %d notifications more than its call's", i+1, n)
+		}
+	}
+	if n := e.recordedCalls(); n != 0 {
+		t.Errorf("the shared host recorded %d calls: want none, every call spliced", n)
+	}
+}
+
+// TestSpliceCancel cancels a host's spliced call: the server hears of it.
+// The end of a host's control stream cancels its call as well.
+func TestSpliceCancel(t *testing.T) {
+	for _, how := range []string{"request", "host gone"} {
+		t.Run(how, func(t *testing.T) {
+			e := newSpliceEnv(t)
+			h := e.attach("h1", nil)
+			hold, cancelled := fixturetest.NewGate(t), fixturetest.NewGate(t)
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			ch := h.callAsync(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"gate": hold.Path(), "on_cancel": cancelled.Path()}})
+			if err := hold.WaitReached(testCtx(t), 1); err != nil {
+				t.Fatal(err)
+			}
+			if how == "request" {
+				cancel()
+				if c := wait(t, ch); c.err == nil {
+					t.Errorf("the cancelled call returned %q", text(c.res))
+				}
+			} else {
+				h.c.Close()
+			}
+			if err := cancelled.WaitReached(testCtx(t), 1); err != nil {
+				t.Fatalf("the server never saw the cancellation: %v", err)
+			}
+			if n := e.recordedCalls(); n != 0 {
+				t.Errorf("the shared host recorded %d calls: want none, the call spliced", n)
+			}
+		})
+	}
+}
+
+// TestSpliceDrop ends the server under a spliced call: the call fails
+// with the error of a disconnected server instead of waiting forever.
+func TestSpliceDrop(t *testing.T) {
+	e := newSpliceEnv(t)
+	h1, h2 := e.attach("h1", nil), e.attach("h2", nil)
+	ctx := testCtx(t)
+	hold := fixturetest.NewGate(t)
+	ch := h1.callAsync(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"gate": hold.Path()}})
+	if err := hold.WaitReached(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h2.cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash"}) // fails too: the server is gone
+	c := wait(t, ch)
+	if c.err != nil || !c.res.IsError || !strings.Contains(text(c.res), "MCP server disconnected") {
+		t.Errorf("the call cut off by the drop: %v %+v %q, want the error result of a disconnected server", c.err, c.res, text(c.res))
+	}
+}

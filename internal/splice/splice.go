@@ -1,0 +1,464 @@
+// Package splice passes JSON-RPC requests of another peer straight onto a
+// manager's connection to a server: the shared host splices the tools/call
+// requests of its hosts onto its own connection to the shared server, so a
+// call costs neither a go-sdk server nor a second go-sdk client on the way.
+//
+// The manager wraps the transport of each server (when its options carry
+// a [Registry]) and, once the server is connected, publishes the
+// connection's [Point] under the server's name with the protocol version
+// it speaks. [Point.Start] sends a request under an id of the point's own
+// (a string the manager's go-sdk client, which numbers its requests, never
+// uses) and its progress token replaced by one of the point's own; the
+// point takes the response and the progress notifications of that id and
+// token off the connection before the manager's client reads them, and
+// hands them back with the caller's id and token. A connection that ends
+// fails the calls in flight on it.
+//
+//	reg := splice.NewRegistry()
+//	splice.UseRegistry(&opts, reg) // opts is the manager's *manager.Options
+//	...
+//	if p := reg.Point(server); p != nil {
+//		call, err := p.Start(req, sessionVersion, done, progress)
+//	}
+package splice
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// UseRegistry is set by package manager: it makes the manager that opts
+// (a *manager.Options) configures publish the connections of its servers
+// in r.
+var UseRegistry func(opts any, r *Registry)
+
+// Sentinel errors of [Point.Start].
+var (
+	// ErrNotPassthrough: the request cannot pass as it is (another
+	// protocol version than the connection's, a tool the manager knows
+	// under another name, params that are not an object).
+	ErrNotPassthrough = errors.New("splice: not a plain passthrough")
+	// ErrEnded: the connection ended.
+	ErrEnded = errors.New("splice: connection ended")
+)
+
+// prefix starts every request id and progress token of a point.
+const prefix = "mcplife-splice-"
+
+// Method names the point rewrites.
+const (
+	methodProgress  = "notifications/progress"
+	methodCancelled = "notifications/cancelled"
+)
+
+// Registry holds the connections calls can be spliced onto, by server
+// name. It is safe for concurrent use.
+type Registry struct {
+	mu     sync.Mutex
+	points map[string]*Point
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{points: map[string]*Point{}} }
+
+// Point returns the connection of server calls can be spliced onto, nil
+// when there is none (not connected, or its connection ended).
+func (r *Registry) Point(server string) *Point {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.points[server]
+}
+
+// Publish makes p the connection of server, speaking protocol version.
+// renamed, when set, reports the tool names the manager knows under
+// another name than the server's own (their calls are not spliced). A
+// point whose connection already ended is not published; one that ends
+// later withdraws itself.
+func (r *Registry) Publish(server string, p *Point, version string, renamed func(tool string) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended || p.conn == nil {
+		return
+	}
+	p.version, p.renamed = version, renamed
+	p.reg, p.server = r, server
+	r.mu.Lock()
+	r.points[server] = p
+	r.mu.Unlock()
+}
+
+// withdraw removes p, if it is still server's point.
+func (r *Registry) withdraw(server string, p *Point) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.points[server] == p {
+		delete(r.points, server)
+	}
+}
+
+// Wrap returns a transport that opens t's connection with a point on it,
+// and the point.
+func Wrap(t mcp.Transport) (mcp.Transport, *Point) {
+	p := &Point{calls: map[string]*Call{}, tokens: map[string]*Call{}}
+	return &transport{inner: t, p: p}, p
+}
+
+type transport struct {
+	inner mcp.Transport
+	p     *Point
+}
+
+func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.p.mu.Lock()
+	t.p.conn = c
+	t.p.mu.Unlock()
+	return &conn{Connection: c, p: t.p}, nil
+}
+
+// Point is one connection to a server that requests can be spliced onto.
+// It is safe for concurrent use.
+type Point struct {
+	next     atomic.Uint64
+	inflight atomic.Int32 // calls in flight
+	ntokens  atomic.Int32 // calls in flight with a progress token
+
+	mu      sync.Mutex
+	conn    mcp.Connection // the connection below the manager's client
+	version string
+	renamed func(string) bool
+	reg     *Registry
+	server  string
+	calls   map[string]*Call // by the point's id
+	tokens  map[string]*Call // by the point's progress token
+	ended   bool
+}
+
+// Version returns the protocol version the connection speaks.
+func (p *Point) Version() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version
+}
+
+// Call is one request spliced onto a point.
+type Call struct {
+	p         *Point
+	id        string // the point's
+	hostID    jsonrpc.ID
+	token     string          // the point's progress token, "" without one
+	hostToken json.RawMessage // the caller's
+	done      func(*jsonrpc.Response, error)
+	progress  func(*jsonrpc.Request)
+}
+
+// callHead is what Start reads of a request's params.
+type callHead struct {
+	Name string `json:"name"`
+	Meta struct {
+		ProtocolVersion *string         `json:"io.modelcontextprotocol/protocolVersion"`
+		ProgressToken   json.RawMessage `json:"progressToken"`
+	} `json:"_meta"`
+}
+
+// Start sends req, a request of the caller's, on the connection under an
+// id of the point's own, with its progress token (params._meta
+// progressToken) replaced by one of the point's own. The request's
+// protocol version is the one its _meta names, sessionVersion when it
+// names none; it must be the connection's, or Start returns
+// [ErrNotPassthrough] and sends nothing.
+//
+// done is called once with the response, its id the caller's again, or
+// with a nil response and [ErrEnded] when the connection ended first;
+// never after [Call.Cancel]. progress gets each progress notification of
+// the call, its token the caller's again. Both are called on the
+// connection's reading goroutine: they must not block for long, since
+// the manager's client reads nothing meanwhile.
+func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*jsonrpc.Response, error), progress func(*jsonrpc.Request)) (*Call, error) {
+	var head callHead
+	if err := json.Unmarshal(req.Params, &head); err != nil {
+		return nil, ErrNotPassthrough
+	}
+	version := sessionVersion
+	if v := head.Meta.ProtocolVersion; v != nil {
+		version = *v
+	}
+	p.mu.Lock()
+	conn, want, renamed, ended := p.conn, p.version, p.renamed, p.ended
+	p.mu.Unlock()
+	if ended {
+		return nil, ErrEnded
+	}
+	if version == "" || version != want || (renamed != nil && renamed(head.Name)) {
+		return nil, ErrNotPassthrough
+	}
+	n := strconv.FormatUint(p.next.Add(1), 10)
+	c := &Call{p: p, id: prefix + n, hostID: req.ID, done: done, progress: progress}
+	params := req.Params
+	if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
+		c.token, c.hostToken = prefix+"t"+n, tok
+		var err error
+		if params, err = replaceToken(params, c.token); err != nil {
+			return nil, ErrNotPassthrough
+		}
+	}
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return nil, ErrEnded
+	}
+	p.calls[c.id] = c
+	p.inflight.Add(1)
+	if c.token != "" {
+		p.tokens[c.token] = c
+		p.ntokens.Add(1)
+	}
+	p.mu.Unlock()
+	if err := conn.Write(context.Background(), &jsonrpc.Request{ID: jsonrpc2StringID(c.id), Method: req.Method, Params: params}); err != nil {
+		p.forget(c)
+		return nil, ErrEnded
+	}
+	return c, nil
+}
+
+// Cancel tells the server the call is cancelled (notifications/cancelled
+// with the point's id) and forgets it: its response, should one come, is
+// dropped, and its done is not called.
+func (c *Call) Cancel(reason string) {
+	if !c.p.forget(c) {
+		return
+	}
+	c.p.mu.Lock()
+	conn, ended := c.p.conn, c.p.ended
+	c.p.mu.Unlock()
+	if ended {
+		return
+	}
+	params, _ := json.Marshal(struct {
+		RequestID string `json:"requestId"`
+		Reason    string `json:"reason,omitempty"`
+	}{c.id, reason})
+	conn.Write(context.Background(), &jsonrpc.Request{Method: methodCancelled, Params: params})
+}
+
+// forget removes c from the point and reports whether it was there.
+func (p *Point) forget(c *Call) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls[c.id] != c {
+		return false
+	}
+	delete(p.calls, c.id)
+	p.inflight.Add(-1)
+	if c.token != "" {
+		delete(p.tokens, c.token)
+		p.ntokens.Add(-1)
+	}
+	return true
+}
+
+// end marks the connection ended, withdraws the point and fails the
+// calls in flight.
+func (p *Point) end() {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	p.ended = true
+	calls := p.calls
+	p.calls, p.tokens = map[string]*Call{}, map[string]*Call{}
+	p.inflight.Store(0)
+	p.ntokens.Store(0)
+	reg, server := p.reg, p.server
+	p.mu.Unlock()
+	if reg != nil {
+		reg.withdraw(server, p)
+	}
+	for _, c := range calls {
+		c.done(nil, ErrEnded)
+	}
+}
+
+// conn is the connection as the manager's client sees it: the responses
+// and progress notifications of spliced calls are taken out.
+type conn struct {
+	mcp.Connection
+	p *Point
+}
+
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.p.end()
+			return nil, err
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			if id, ok := m.ID.Raw().(string); ok && strings.HasPrefix(id, prefix) {
+				c.p.answer(id, m)
+				continue
+			}
+		case *jsonrpc.Request:
+			if m.Method == methodProgress && c.p.ntokens.Load() > 0 && c.p.progress(m) {
+				continue
+			}
+		}
+		return msg, nil
+	}
+}
+
+func (c *conn) Close() error {
+	err := c.Connection.Close()
+	c.p.end()
+	return err
+}
+
+// Tap takes the response or a progress notification of a spliced call
+// off a line of the connection (one message, as the server wrote it) and
+// reports whether it did; a transport that sees its lines before the
+// connection reads them calls it, so they need not wait for the
+// connection's reader. It does not keep line.
+func (p *Point) Tap(line []byte) bool {
+	if p.inflight.Load() == 0 || !bytes.Contains(line, tapMark) {
+		return false
+	}
+	if id, result, ok := plainResult(line); ok {
+		p.answer(id, &jsonrpc.Response{Result: bytes.Clone(result)})
+		return true
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return false
+	}
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		if id, ok := m.ID.Raw().(string); ok && strings.HasPrefix(id, prefix) {
+			p.answer(id, m)
+			return true
+		}
+	case *jsonrpc.Request:
+		return m.Method == methodProgress && p.progress(m)
+	}
+	return false
+}
+
+// tapMark is in every line Tap takes.
+var tapMark = []byte(`"` + prefix)
+
+// resultHead and resultKey frame the result of a spliced call as the
+// go-sdk writes it: {"jsonrpc":"2.0","id":"<id>","result":<result>}.
+const (
+	resultHead = `{"jsonrpc":"2.0","id":"`
+	resultKey  = `,"result":`
+)
+
+// plainResult returns the id and the result of a response line of a
+// spliced call in the go-sdk's layout, without decoding the result, and
+// false for any other line (which is decoded instead).
+func plainResult(line []byte) (id string, result []byte, ok bool) {
+	if !bytes.HasPrefix(line, []byte(resultHead+prefix)) {
+		return "", nil, false
+	}
+	rest := line[len(resultHead):]
+	q := bytes.IndexByte(rest, '"')
+	if q < len(prefix)+1 {
+		return "", nil, false
+	}
+	for _, c := range rest[len(prefix):q] {
+		if c < '0' || c > '9' {
+			return "", nil, false
+		}
+	}
+	after := rest[q+1:]
+	if !bytes.HasPrefix(after, []byte(resultKey)) || !bytes.HasSuffix(after, []byte("}")) {
+		return "", nil, false
+	}
+	result = after[len(resultKey) : len(after)-1]
+	if !json.Valid(result) { // one value, nothing after it
+		return "", nil, false
+	}
+	return string(rest[:q]), result, true
+}
+
+// answer passes the response of a spliced call to its caller.
+func (p *Point) answer(id string, m *jsonrpc.Response) {
+	p.mu.Lock()
+	c := p.calls[id]
+	p.mu.Unlock()
+	if c == nil || !p.forget(c) {
+		return // cancelled: dropped
+	}
+	c.done(&jsonrpc.Response{ID: c.hostID, Result: m.Result, Error: m.Error}, nil)
+}
+
+// progress passes a progress notification of a spliced call to its
+// caller and reports whether it was one.
+func (p *Point) progress(m *jsonrpc.Request) bool {
+	var head struct {
+		Token json.RawMessage `json:"progressToken"`
+	}
+	if json.Unmarshal(m.Params, &head) != nil {
+		return false
+	}
+	var token string
+	if json.Unmarshal(head.Token, &token) != nil || !strings.HasPrefix(token, prefix) {
+		return false
+	}
+	p.mu.Lock()
+	c := p.tokens[token]
+	p.mu.Unlock()
+	if c == nil {
+		return true // of a call that ended: dropped
+	}
+	params, err := replaceKey(m.Params, "progressToken", c.hostToken)
+	if err != nil {
+		return true
+	}
+	c.progress(&jsonrpc.Request{Method: m.Method, Params: params})
+	return true
+}
+
+// replaceToken returns params with _meta.progressToken set to token.
+func replaceToken(params json.RawMessage, token string) (json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(params, &top); err != nil {
+		return nil, err
+	}
+	tok, _ := json.Marshal(token)
+	meta, err := replaceKey(top["_meta"], "progressToken", tok)
+	if err != nil {
+		return nil, err
+	}
+	top["_meta"] = meta
+	return json.Marshal(top)
+}
+
+// replaceKey returns the object obj with key set to v.
+func replaceKey(obj json.RawMessage, key string, v json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &m); err != nil {
+		return nil, err
+	}
+	m[key] = v
+	return json.Marshal(m)
+}
+
+// jsonrpc2StringID is the id of a spliced request.
+func jsonrpc2StringID(s string) jsonrpc.ID {
+	id, _ := jsonrpc.MakeID(s)
+	return id
+}
