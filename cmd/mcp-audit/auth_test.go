@@ -91,7 +91,7 @@ func TestAuthLoginStatusRunLogout(t *testing.T) {
 		t.Fatalf("auth status = %+v", st)
 	}
 	var after runOut
-	json.Unmarshal([]byte(mcpAudit(0, append([]string{"--json", "run", "--once", "--call", "tracker/read"}, disc...)...)), &after)
+	json.Unmarshal([]byte(mcpAudit(0, append([]string{"--json", "run", "--once", "--gate", "1m", "--call", "tracker/read"}, disc...)...)), &after)
 	if after.Call == nil || after.Call.IsError || after.Gate.Outcomes["tracker"] != "ready" {
 		t.Fatalf("run after login: %+v", after)
 	}
