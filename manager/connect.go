@@ -170,6 +170,7 @@ func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 		timeout:   timeoutOf(cfg),
 		connected: make(chan struct{}),
 		calls:     &callGroup{},
+		subs:      newResourceSubs(),
 		stops:     conn.NewInbox[*stopCmd](m.ctx),
 		done:      make(chan struct{}),
 	}

@@ -70,6 +70,9 @@ type server struct {
 	// connect they wait for; a drop waits for its connection's group and
 	// starts a new one (m.mu).
 	calls *callGroup
+	// subs are the session's resource subscriptions, which each new
+	// connection is subscribed to again (subscriptions.go).
+	subs resourceSubs
 
 	// eraProbe: the server contradicted its recorded era after its
 	// connect; the next connect probes it (era.go).
