@@ -27,9 +27,8 @@ import (
 // set, so the next connection tries it again; the reconnect goes on. (The
 // go-sdk opens a subscriptions/listen stream without waiting for its
 // answer, so under 2026-07-28 a refusal goes unseen, as it does for the
-// first subscribe.)
-// An explicit disconnect (or a config change that replaces the record)
-// ends the session's subscriptions with the record.
+// first subscribe.) An explicit disconnect, a reload or a config change
+// of the server ends its record, and the session's subscriptions with it.
 
 // resourceSubs are the resource subscriptions of a server record.
 type resourceSubs struct {
