@@ -526,7 +526,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.Client.Name, Version: m.opts.Client.Version}, copts)
 	client.AddSendingMiddleware(lc.wire.inner) // first: the innermost, nearest the wire
 	transport.OnListenEnd(t, func(err error) { m.listenEnded(s, lc, err) })
-	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
+	client.AddReceivingMiddleware(m.rootsLimit(s, lc), lc.listenAcked)
 	client.AddRoots(m.rootsFor(s.cfg)...)
 	pv := m.offeredVersion(s.cfg)
 	ec := m.planEra(s, pv, probe)

@@ -120,6 +120,9 @@ type liveConn struct {
 	authContext string
 	// progress routes progress notifications to the calls that asked.
 	progress progressTokens
+	// acks are the resource subscriptions waiting for the server's
+	// acknowledgement of their subscriptions/listen stream.
+	acks listenAcks
 	// logs rate-limits the server's log messages (fields under m.mu);
 	// setLevel: logging/setLevel asks the server for logs once connected;
 	// logsPerRequest: the log level goes in each request's _meta instead.

@@ -2,8 +2,11 @@ package manager
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,10 +27,15 @@ import (
 // subscribe nor an unsubscribe is recorded as an event, so subscribing
 // again after a reconnect is not either; only ResourceUpdated is. A URI
 // the server refuses to be subscribed to again is logged and stays in the
-// set, so the next connection tries it again; the reconnect goes on. (The
-// go-sdk opens a subscriptions/listen stream without waiting for its
-// answer, so under 2026-07-28 a refusal goes unseen, as it does for the
-// first subscribe.) An explicit disconnect, a reload or a config change
+// set, so the next connection tries it again; the reconnect goes on.
+//
+// Under 2026-07-28 the go-sdk opens a URI's subscriptions/listen stream
+// without waiting for its answer, so a subscribe waits for the server's
+// notifications/subscriptions/acknowledged naming the URI, which the
+// server sends once the subscription is in effect: a subscribe returns
+// when the server's updates of the URI will come, and a stream the server
+// refused (it answers with an error, never acknowledged) fails, after the
+// server's timeout, like a refused resources/subscribe. An explicit disconnect, a reload or a config change
 // of the server ends its record, and the session's subscriptions with it.
 
 // resourceSubs are the resource subscriptions of a server record.
@@ -41,6 +49,110 @@ type resourceSubs struct {
 	// them, each with the connection it was last subscribed on: nil when
 	// the latest connection refused it. (lock)
 	on map[string]*liveConn
+}
+
+// errNotAcknowledged: the server did not acknowledge a subscriptions/listen
+// stream within its timeout (it refused it, or does not say).
+var errNotAcknowledged = errors.New("the server did not acknowledge the subscription")
+
+// methodListenAcked is the server's acknowledgement of a
+// subscriptions/listen stream, naming what it subscribed the stream to.
+const methodListenAcked = "notifications/subscriptions/acknowledged"
+
+// listenAcks are the subscribes of one connection waiting for the
+// server's acknowledgement, by the server's own URI.
+type listenAcks struct {
+	mu      sync.Mutex
+	waiting map[string][]chan struct{}
+}
+
+// wait returns a channel closed when the server acknowledges a
+// subscription to uri.
+func (a *listenAcks) wait(uri string) chan struct{} {
+	ch := make(chan struct{})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.waiting == nil {
+		a.waiting = map[string][]chan struct{}{}
+	}
+	a.waiting[uri] = append(a.waiting[uri], ch)
+	return ch
+}
+
+// forget drops the wait ch for uri.
+func (a *listenAcks) forget(uri string, ch chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.waiting[uri] = slices.DeleteFunc(a.waiting[uri], func(c chan struct{}) bool { return c == ch })
+	if len(a.waiting[uri]) == 0 {
+		delete(a.waiting, uri)
+	}
+}
+
+// acked ends the waits for uris.
+func (a *listenAcks) acked(uris []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, uri := range uris {
+		for _, ch := range a.waiting[uri] {
+			close(ch)
+		}
+		delete(a.waiting, uri)
+	}
+}
+
+// listenAcked is the client's receiving middleware of lc that ends the
+// waits of the resource subscriptions the server acknowledged.
+func (lc *liveConn) listenAcked(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == methodListenAcked {
+			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && p != nil {
+				lc.acks.acked(p.Notifications.ResourceSubscriptions)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// subscribeOn subscribes lc to the server's own uri: a resources/subscribe
+// answered, or under 2026-07-28 a subscriptions/listen stream the server
+// acknowledged within its timeout (one it did not is closed again).
+func (m *Manager) subscribeOn(ctx context.Context, s *server, lc *liveConn, uri string) error {
+	var acked chan struct{}
+	if carriesHints(lc.cs) {
+		acked = lc.acks.wait(uri)
+	}
+	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		if acked != nil {
+			lc.acks.forget(uri, acked)
+		}
+		return err
+	}
+	if acked == nil {
+		return nil
+	}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if s.timeout > 0 {
+		wctx, cancel = context.WithTimeout(ctx, s.timeout)
+	}
+	defer cancel()
+	select {
+	case <-acked:
+		return nil
+	case <-lc.ctx.Done():
+	case <-wctx.Done():
+	}
+	lc.acks.forget(uri, acked)
+	// The go-sdk keeps the stream as the URI's subscription: closing it
+	// lets a later subscribe open another.
+	lc.cs.Unsubscribe(context.WithoutCancel(ctx), &mcp.UnsubscribeParams{URI: uri})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case lc.ctx.Err() != nil:
+		return mcp.ErrConnectionClosed
+	}
+	return fmt.Errorf("%w within %dms", errNotAcknowledged, s.timeout.Milliseconds())
 }
 
 func newResourceSubs() resourceSubs {
@@ -90,7 +202,8 @@ func (m *Manager) liveConnOf(ctx context.Context, s *server) (*liveConn, error) 
 // did not subscribe to are dropped and counted. The subscription lasts
 // across the server's reconnects (the manager subscribes each new
 // connection again) until UnsubscribeResource or the server's disconnect.
-// A URI subscribed to twice is subscribed to once.
+// A URI subscribed to twice is subscribed to once: the second subscribe
+// asks the server nothing.
 func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
 	s, err := m.subscriptionsOf(server)
 	if err != nil {
@@ -104,11 +217,14 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) err
 	if err != nil {
 		return err
 	}
+	if s.subs.on[uri] == lc {
+		return nil // subscribed on this connection already
+	}
 	own := m.liveName(lc, resourceNames, uri)
 	// Noted before the request, so an update that races its answer is
 	// recorded; a refused subscription is forgotten again.
 	m.subscribed(lc, own, true)
-	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: own}); err != nil {
+	if err := m.subscribeOn(ctx, s, lc, own); err != nil {
 		m.subscribed(lc, own, false)
 		delete(s.subs.on, uri)
 		return surfaceError(server, "resources/subscribe", lc, err)
@@ -162,7 +278,7 @@ func (m *Manager) resubscribe(s *server, lc *liveConn) {
 		own := m.liveName(lc, resourceNames, uri)
 		m.subscribed(lc, own, true)
 		ctx, cancel := m.listContext(s, lc)
-		err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: own})
+		err := m.subscribeOn(ctx, s, lc, own)
 		cancel()
 		if err != nil {
 			m.subscribed(lc, own, false)
