@@ -23,10 +23,12 @@ import (
 // subscriptions the test follows per connection: which URIs each
 // connection asked to be subscribed to or unsubscribed from, and when a
 // subscription took effect (the server notifies its subscribers from
-// then on). A URI in refuse is refused from the second connection on.
+// then on). A URI in refuse is refused from the second connection on, or
+// from the first when refuseFirst is set.
 type subsServer struct {
-	srv    *mcp.Server
-	refuse string
+	srv         *mcp.Server
+	refuse      string
+	refuseFirst bool
 	// hold, when set, holds every dial after the first until it is closed.
 	hold chan struct{}
 
@@ -42,7 +44,7 @@ func newSubsServer(refuse string, uris ...string) *subsServer {
 		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
 			n := ss.conn(req.Session)
 			ss.asked <- fmt.Sprintf("%d subscribe %s", n, req.Params.URI)
-			if n > 1 && req.Params.URI == ss.refuse {
+			if (n > 1 || ss.refuseFirst) && req.Params.URI == ss.refuse {
 				return errors.New("no longer subscribable")
 			}
 			return nil
@@ -368,6 +370,40 @@ func TestUnsubscribeDuringReconnect(t *testing.T) {
 			if got := awaitOne(t, ctx, reported, "an update", func(string) bool { return true }); got != "lib "+r2 {
 				t.Fatalf("reported %q first, want lib %s", got, r2)
 			}
+		})
+	}
+}
+
+// TestSubscribeRefused: a subscribe the server refuses fails, under
+// 2026-07-28 once the server's timeout passed without the listen stream's
+// acknowledgement; the stream is closed, so asking again asks the server
+// again, and other URIs are subscribed to as ever.
+func TestSubscribeRefused(t *testing.T) {
+	const r1, r2 = "test://r/1", "test://r/2"
+	for _, pv := range []string{legacyProtocol, modernProtocol} {
+		t.Run(pv, func(t *testing.T) {
+			ss := newSubsServer(r1, r1, r2)
+			ss.refuseFirst = true
+			e := newEnv(t, &Options{ProtocolVersion: pv, Dial: ss.dial})
+			ctx := testCtx(t)
+			cfg := events.ServerConfig{Name: "lib", Command: "x", TimeoutMs: ms(1000)}
+			if res, err := e.m.ConnectServers(ctx, []events.ServerConfig{cfg}, nil); err != nil || len(res.Errors) > 0 {
+				t.Fatal(res, err)
+			}
+			for range 2 {
+				err := e.m.SubscribeResource(ctx, "lib", r1)
+				if err == nil {
+					t.Fatal("a refused subscribe succeeded")
+				}
+				if pv == modernProtocol && !errors.Is(err, errNotAcknowledged) {
+					t.Fatalf("refused subscribe: %v", err)
+				}
+				awaitOne(t, ctx, ss.asked, "the subscribe", func(v string) bool { return v == "1 subscribe "+r1 })
+			}
+			if err := e.m.SubscribeResource(ctx, "lib", r2); err != nil {
+				t.Fatal(err)
+			}
+			awaitOne(t, ctx, ss.took, "the subscription to "+r2, func(v string) bool { return v == "1 "+r2 })
 		})
 	}
 }
