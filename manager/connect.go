@@ -171,6 +171,7 @@ func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {
 		timeout:   timeoutOf(cfg),
 		connected: make(chan struct{}),
 		calls:     &callGroup{},
+		subs:      newResourceSubs(),
 		stops:     conn.NewInbox[*stopCmd](m.ctx),
 		done:      make(chan struct{}),
 	}
@@ -536,7 +537,7 @@ func (m *Manager) connectEra(s *server, probe bool) (*liveConn, error) {
 		lc.attach = t
 	}
 	transport.OnListenEnd(t, func(err error) { m.listenEnded(s, lc, err) })
-	client.AddReceivingMiddleware(m.rootsLimit(s, lc))
+	client.AddReceivingMiddleware(m.rootsLimit(s, lc), lc.listenAcked)
 	client.AddRoots(m.rootsFor(s.cfg)...)
 	pv := m.offeredVersion(s.cfg)
 	ec := m.planEra(s, pv, probe)

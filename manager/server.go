@@ -71,6 +71,9 @@ type server struct {
 	// connect they wait for; a drop waits for its connection's group and
 	// starts a new one (m.mu).
 	calls *callGroup
+	// subs are the session's resource subscriptions, which each new
+	// connection is subscribed to again (subscriptions.go).
+	subs resourceSubs
 
 	// eraProbe: the server contradicted its recorded era after its
 	// connect; the next connect probes it (era.go).
@@ -124,6 +127,9 @@ type liveConn struct {
 	// splice is the connection's point for spliced calls (nil unless
 	// the shared host runs the manager).
 	splice *splice.Point
+	// acks are the resource subscriptions waiting for the server's
+	// acknowledgement of their subscriptions/listen stream.
+	acks listenAcks
 	// logs rate-limits the server's log messages (fields under m.mu);
 	// setLevel: logging/setLevel asks the server for logs once connected;
 	// logsPerRequest: the log level goes in each request's _meta instead.

@@ -241,8 +241,9 @@ func TestShareResourceUpdatedFixture(t *testing.T) {
 
 // TestShareResubscribeAfterReconnect drops the shared server's
 // connection in the shared host: its reconnect has none of the earlier
-// connection's subscriptions, so the relay subscribes it again to the
-// URIs its hosts are still subscribed to.
+// connection's subscriptions, so the shared host's manager subscribes it
+// again to the URIs the relay's hosts are still subscribed to, once each,
+// as the relay asked for them.
 func TestShareResubscribeAfterReconnect(t *testing.T) {
 	const r1, r2 = "test://r/1", "test://r/2"
 	asked := make(chan string, 16)

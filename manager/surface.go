@@ -25,6 +25,9 @@ import (
 // list_changed notifications are cases of serve's select.
 func (m *Manager) surfaceLists(s *server, lc *liveConn, reconnect bool) {
 	defer close(lc.surfaceReady)
+	// After the first resource list, which maps recorded URIs back to
+	// the server's own (subscriptions.go).
+	defer m.resubscribe(s, lc)
 	caps := lc.cs.InitializeResult()
 	if caps == nil || caps.Capabilities == nil {
 		m.replaceCachedSurface(s, lc, false, false)
@@ -276,39 +279,4 @@ func (m *Manager) Complete(ctx context.Context, server string, params *mcp.Compl
 		return nil, surfaceError(server, "completion/complete", lc, err)
 	}
 	return res, nil
-}
-
-// SubscribeResource asks the named server to tell of changes to a
-// resource; they become ResourceUpdated events and calls of
-// Options.OnResourceUpdated, at most one per second
-// (updates in between are coalesced). Updates of resources the session
-// did not subscribe to are dropped and counted.
-func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
-	lc, err := m.connection(ctx, server)
-	if err != nil {
-		return err
-	}
-	own := m.liveName(lc, resourceNames, uri)
-	// Noted before the request, so an update that races its answer is
-	// recorded; a refused subscription is forgotten again.
-	m.subscribed(lc, own, true)
-	if err := lc.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: own}); err != nil {
-		m.subscribed(lc, own, false)
-		return surfaceError(server, "resources/subscribe", lc, err)
-	}
-	return nil
-}
-
-// UnsubscribeResource ends a subscription made with SubscribeResource.
-func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) error {
-	lc, err := m.connection(ctx, server)
-	if err != nil {
-		return err
-	}
-	own := m.liveName(lc, resourceNames, uri)
-	if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: own}); err != nil {
-		return surfaceError(server, "resources/unsubscribe", lc, err)
-	}
-	m.subscribed(lc, own, false)
-	return nil
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/internal/shared"
 	"github.com/mcplife/mcplife/manager"
-	"github.com/mcplife/mcplife/projector"
 )
 
 // instance is one shared server: a server of the shared host's manager
@@ -168,9 +167,6 @@ func (r *Relay) Sync() {
 	st, ok := r.mgr.View().Server(r.server)
 	if !ok {
 		return
-	}
-	if st.Status == projector.StatusConnected {
-		r.connected(st.ConnectedAt)
 	}
 	exposed := map[string]string{} // original → exposed name in the manager
 	for _, t := range r.mgr.Tools() {

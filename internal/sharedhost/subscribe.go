@@ -2,7 +2,6 @@ package sharedhost
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -13,15 +12,16 @@ import (
 // A relay relays resource subscriptions when its server offers them: the
 // server is subscribed to a URI once, however many of the relay's
 // sessions (the attached hosts) subscribed to it, and unsubscribed when
-// the last of them unsubscribed or ended, and subscribed again when it
-// reconnected; the server's updates of a URI (as the manager records
-// them, at most one a second) go to the sessions subscribed to it, which
-// the go-sdk server keeps track of.
+// the last of them unsubscribed or ended; the server's updates of a URI
+// (as the manager records them, at most one a second) go to the sessions
+// subscribed to it, which the go-sdk server keeps track of. After the
+// server reconnected in the shared host, the shared host's manager
+// subscribes its new connection again to what it was subscribed to, so
+// the relay's count of a URI's sessions stays the server's.
 
-// unsubscribeTimeout bounds what the relay asks of the server about
-// subscriptions that no request of a host waits for: an unsubscribe when
-// a session ended or its listen was cancelled, a subscribe again after a
-// reconnect.
+// unsubscribeTimeout bounds an unsubscribe from the server that no
+// request of a host waits for (its session ended, or its listen was
+// cancelled).
 const unsubscribeTimeout = 30 * time.Second
 
 // subscriptions are a relay's resource subscriptions.
@@ -31,15 +31,6 @@ type subscriptions struct {
 	// the server's subscriptions follow by in order.
 	lock chan struct{}
 	by   map[string]map[*mcp.ServerSession]bool // uri → subscribed sessions; (lock)
-	// on says, per URI of by, on which of the server's connections (a
-	// value of conn) the server was subscribed to it. (lock)
-	on map[string]int
-
-	cmu sync.Mutex
-	// conn counts the server's connections the relay saw (a new
-	// ServerConnected); connectedAt is the latest's time. (cmu)
-	conn        int
-	connectedAt time.Time
 
 	qmu sync.Mutex
 	// queue holds the URIs updated and not yet told, in the order the
@@ -49,7 +40,7 @@ type subscriptions struct {
 }
 
 func newSubscriptions() *subscriptions {
-	return &subscriptions{lock: make(chan struct{}, 1), by: map[string]map[*mcp.ServerSession]bool{}, on: map[string]int{}}
+	return &subscriptions{lock: make(chan struct{}, 1), by: map[string]map[*mcp.ServerSession]bool{}}
 }
 
 func (s *subscriptions) acquire(ctx context.Context) error {
@@ -78,13 +69,11 @@ func (r *Relay) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		return nil
 	}
 	if len(set) == 0 {
-		conn := r.subs.connection()
 		if err := r.mgr.SubscribeResource(ctx, r.server, uri); err != nil {
 			return err
 		}
 		set = map[*mcp.ServerSession]bool{}
 		r.subs.by[uri] = set
-		r.subs.on[uri] = conn
 	}
 	set[ss] = true
 	return nil
@@ -168,69 +157,9 @@ func (r *Relay) leaveLocked(ctx context.Context, uri string, ss *mcp.ServerSessi
 		return
 	}
 	delete(r.subs.by, uri)
-	delete(r.subs.on, uri)
 	// A failure leaves the manager subscribed: its updates are then
 	// recorded and reach no session, as none is subscribed here.
 	r.mgr.UnsubscribeResource(ctx, r.server, uri)
-}
-
-// connection returns the number of the server's latest connection.
-func (s *subscriptions) connection() int {
-	s.cmu.Lock()
-	defer s.cmu.Unlock()
-	return s.conn
-}
-
-// connected notes the time of the server's latest connection (its
-// ServerConnected): a server that reconnected has none of the
-// subscriptions of its earlier connection, so the relay subscribes it
-// again to the URIs its sessions are subscribed to, on a goroutine of its
-// own (RelayOptions.Go).
-func (r *Relay) connected(at time.Time) {
-	q := r.subs
-	q.cmu.Lock()
-	if at.IsZero() || at.Equal(q.connectedAt) {
-		q.cmu.Unlock()
-		return
-	}
-	first := q.connectedAt.IsZero()
-	q.connectedAt = at
-	q.conn++
-	q.cmu.Unlock()
-	if !first {
-		r.spawn(r.resubscribe)
-	}
-}
-
-// resubscribe subscribes the server again to the URIs its sessions are
-// subscribed to that its latest connection was not subscribed to. A URI
-// whose subscribe fails stays the sessions'; the next connection tries it
-// again.
-func (r *Relay) resubscribe() {
-	ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-	defer cancel()
-	if r.subs.acquire(ctx) != nil {
-		return
-	}
-	defer r.subs.release()
-	conn := r.subs.connection()
-	for _, uri := range slices.Sorted(maps.Keys(r.subs.by)) {
-		if r.subs.on[uri] == conn {
-			continue
-		}
-		if r.mgr.SubscribeResource(ctx, r.server, uri) == nil {
-			r.subs.on[uri] = conn
-		}
-	}
-}
-
-// spawn runs f on a goroutine started by RelayOptions.Go.
-func (r *Relay) spawn(f func()) {
-	if r.opts.Go != nil {
-		r.opts.Go(f)
-	} else {
-		go f()
-	}
 }
 
 // ResourceUpdated tells the relay's sessions subscribed to uri that the
@@ -249,8 +178,13 @@ func (r *Relay) ResourceUpdated(uri string) {
 	start := !q.draining
 	q.draining = true
 	q.qmu.Unlock()
-	if start {
-		r.spawn(r.drainUpdates)
+	if !start {
+		return
+	}
+	if r.opts.Go != nil {
+		r.opts.Go(r.drainUpdates)
+	} else {
+		go r.drainUpdates()
 	}
 }
 
