@@ -339,6 +339,85 @@ func TestDeferredGatherBounded(t *testing.T) {
 	})
 }
 
+// A lingering deferred append, and the deferred ones queued after it,
+// wait past the delay for a waited-for append and share its commit; with
+// none, they are stored when the linger ends, no later. A journal that
+// does not wait stores a lingering append at once.
+func TestDeferredLinger(t *testing.T) {
+	lingering := func(t *testing.T, j *journal.Journal, i int, linger time.Duration) {
+		t.Helper()
+		d, err := j.PrepareDeferred("s", "", nil, ev(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Linger(linger)
+		if err := j.QueueDeferred(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		st := newGatedStore()
+		j, err := journal.New(st, &journal.Options{DeferredDelay: 2 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ctx := context.Background()
+		lingering(t, j, 0, 20*time.Millisecond)
+		for i := 1; i <= 2; i++ {
+			if err := j.AppendDeferred(ctx, "s", "", nil, ev(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // past the delay, within the linger
+		synctest.Wait()
+		if n := st.numCommits(); n != 0 {
+			t.Fatalf("%d commits within the linger, want 0", n)
+		}
+		if _, err := j.Append(ctx, "s", ev(3)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := st.LastSeq(ctx); n != 4 || err != nil || st.numCommits() != 1 {
+			t.Fatalf("after the waited-for append: %d events in %d commits (%v), want 4 in 1", n, st.numCommits(), err)
+		}
+
+		start := time.Now()
+		lingering(t, j, 4, 20*time.Millisecond)
+		if err := j.AppendDeferred(ctx, "s", "", nil, ev(5)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if n := st.numCommits(); n != 1 {
+			t.Fatalf("%d commits just before the linger ended, want 1", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n, err := st.LastSeq(ctx); n != 6 || err != nil || st.numCommits() != 2 {
+			t.Fatalf("when the linger ended: %d events in %d commits (%v), want 6 in 2", n, st.numCommits(), err)
+		}
+		if d := time.Since(start); d != 20*time.Millisecond {
+			t.Errorf("stored after %v, want the linger, 20ms", d)
+		}
+		if got, want := storedServers(t, st), []string{"s0", "s1", "s2", "s3", "s4", "s5"}; !slices.Equal(got, want) {
+			t.Errorf("stored %v, want %v", got, want)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		st := newGatedStore()
+		j, err := journal.New(st, &journal.Options{DeferredDelay: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		lingering(t, j, 0, time.Hour)
+		synctest.Wait()
+		if n := st.numCommits(); n != 1 {
+			t.Fatalf("%d commits of a lingering append to a journal that does not wait, want 1", n)
+		}
+	})
+}
+
 // unknownEvent is an event type the catalogue does not know: it cannot
 // be encoded.
 type unknownEvent struct{}

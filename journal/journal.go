@@ -212,10 +212,13 @@ type Journal struct {
 	// set the writer waits out the deferred delay and takes what is queued
 	// when it ends, so a deferred append wakes it only to keep a gathered
 	// batch within maxGather; gathered is how many it holds already.
+	// lingering is set while a lingering append waits in wq with its
+	// timer due to wake the writer, so deferred appends after it need not.
 	wmu        sync.Mutex
 	wq         []*request
 	wclosed    bool
 	gathering  bool
+	lingering  bool
 	gathered   int
 	wake       chan struct{}
 	slots      chan struct{}

@@ -43,6 +43,14 @@ type request struct {
 	// then.
 	encode      bool
 	correlation string
+	// linger is how long the writer may gather before storing this
+	// deferred append, when longer than Options.DeferredDelay (see
+	// [Deferred.Linger]).
+	linger time.Duration
+	// until is when the linger of a request queued with it ends, and
+	// nudge the timer that wakes the writer then.
+	until time.Time
+	nudge *time.Timer
 
 	done   chan struct{}
 	failed func(error)
@@ -60,8 +68,16 @@ func (j *Journal) enqueue(r *request) error {
 	}
 	j.wq = append(j.wq, r)
 	// A gathering writer takes a deferred append when its delay ends:
-	// waking it for each would cost a goroutine switch per append.
-	if !j.gathering || r.done != nil || j.gathered+len(j.wq) >= maxGather {
+	// waking it for each would cost a goroutine switch per append. One
+	// that lingers wakes it only when its linger ends, unless something
+	// else does first: the caller expects to wake it sooner.
+	wake := !(j.gathering || j.lingering) || r.done != nil || j.gathered+len(j.wq) >= maxGather
+	if wake && r.done == nil && r.linger > 0 && j.deferredDelay > 0 && !j.gathering {
+		r.until = time.Now().Add(r.linger)
+		r.nudge = time.AfterFunc(r.linger, j.nudge)
+		j.lingering, wake = true, false
+	}
+	if wake {
 		select {
 		case j.wake <- struct{}{}:
 		default: // the writer is already due to look
@@ -69,6 +85,19 @@ func (j *Journal) enqueue(r *request) error {
 	}
 	j.wmu.Unlock()
 	return nil
+}
+
+// nudge wakes the writer for a lingering append whose linger ended.
+func (j *Journal) nudge() {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	if j.wclosed {
+		return // Close woke it for good
+	}
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
 }
 
 // dequeue removes r if the writer has not taken it yet.
@@ -106,11 +135,21 @@ func (j *Journal) writeLoop() {
 			continue
 		}
 		batch := j.takeQueued()
-		if open && j.deferredDelay > 0 && deferredOnly(batch) {
+		// A lingering append extends the gathering to the end of its
+		// linger; one whose linger ended is stored at once.
+		delay, due := j.deferredDelay, false
+		for _, r := range batch {
+			if !r.until.IsZero() {
+				left := time.Until(r.until)
+				due = due || left <= 0
+				delay = max(delay, left)
+			}
+		}
+		if open && j.deferredDelay > 0 && deferredOnly(batch) && !due {
 			if timer == nil {
-				timer = time.NewTimer(j.deferredDelay)
+				timer = time.NewTimer(delay)
 			} else {
-				timer.Reset(j.deferredDelay)
+				timer.Reset(delay)
 			}
 			j.setGathering(true, len(batch))
 		gather:
@@ -177,7 +216,7 @@ func (j *Journal) setGathering(on bool, held int) []*request {
 		return nil
 	}
 	batch := j.wq
-	j.wq = nil
+	j.wq, j.lingering = nil, false
 	return batch
 }
 
@@ -190,7 +229,7 @@ func (j *Journal) takeQueued() []*request {
 	j.wmu.Lock()
 	defer j.wmu.Unlock()
 	batch := j.wq
-	j.wq = nil
+	j.wq, j.lingering = nil, false
 	return batch
 }
 
@@ -211,6 +250,9 @@ func deferredOnly(batch []*request) bool {
 // batch behind it, and fails the waited-for ones.
 func (j *Journal) write(batch []*request, retry bool) {
 	for _, r := range batch {
+		if r.nudge != nil {
+			r.nudge.Stop()
+		}
 		if r.encode {
 			// Before taking j.mu: readers of the journal need not wait
 			// for the encoding.
@@ -500,6 +542,18 @@ func (j *Journal) PrepareDeferredEncoded(session, correlation string, failed fun
 	}
 	return &Deferred{&request{session: session, evs: evs, failed: failed, encode: true, correlation: correlation}}, nil
 }
+
+// Linger lets the writer wait up to t after d is queued, rather than
+// Options.DeferredDelay, before it stores d and the deferred appends
+// queued after it: for a caller that knows a waited-for append follows
+// soon, so that all share that append's commit and the writer is not
+// woken before. A waited-for append, Flush or Close still ends the wait
+// at once, and order is kept. It has no effect on a journal whose
+// DeferredDelay is negative (no wait), nor while the writer is already
+// gathering (d then goes with that batch). A killed process may lose up
+// to t of deferred appends instead of DeferredDelay. Call it before d is
+// queued.
+func (d *Deferred) Linger(t time.Duration) { d.r.linger = t }
 
 // QueueDeferred queues d as [Journal.AppendDeferred] does, waiting for
 // room while Options.DeferredQueue deferred appends wait, or until ctx

@@ -125,8 +125,14 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 	// The round's first events are queued under m.mu, so no teardown of
 	// these servers can record its Disconnected before their
 	// ConnectStarted. They do not wait for the store: the gate's
-	// StartupGateElapsed, queued after them, does.
-	if len(evs) > 0 {
+	// StartupGateElapsed, queued after them, does. Servers that start
+	// quickly settle before roundLinger ends, and the gate's commit then
+	// stores these events too: no commit of the writer competes with the
+	// servers' processes as they start.
+	switch {
+	case r != nil:
+		m.emitLingering(roundLinger, evs...)
+	case len(evs) > 0:
 		m.emitDeferred("", evs...)
 	}
 	for name, d := range found {
@@ -160,6 +166,10 @@ func (m *Manager) ConnectServers(ctx context.Context, configs []events.ServerCon
 	res.Tools = m.Tools()
 	return res, ctxErr
 }
+
+// roundLinger is how long the journal may hold a connect round's first
+// events for the gate's commit (see ConnectServers).
+const roundLinger = 25 * time.Millisecond
 
 // newServer returns the record of a server about to connect.
 func (m *Manager) newServer(cfg events.ServerConfig, hash string) *server {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mcplife/mcplife/events"
 	"github.com/mcplife/mcplife/journal"
@@ -247,19 +248,26 @@ func (m *Manager) notRecorded(evs []events.Event) func(error) {
 // order they were emitted, without the emitter waiting for the store. A
 // failure to store them is logged.
 func (m *Manager) emitDeferred(correlation string, evs ...events.Event) {
-	m.queueDeferred(false, correlation, evs)
+	m.queueDeferred(false, 0, correlation, evs)
+}
+
+// emitLingering is emitDeferred for events a waited-for emit follows
+// soon: the journal may hold them for up to linger so that both share one
+// commit (see journal.Deferred.Linger).
+func (m *Manager) emitLingering(linger time.Duration, evs ...events.Event) {
+	m.queueDeferred(false, linger, "", evs)
 }
 
 // emitHandedOver is emitDeferred for events their emitter never touches
 // again, such as a tool call's: the journal's writer builds their
 // envelopes, so the emitter does not wait for the encoding.
 func (m *Manager) emitHandedOver(correlation string, evs ...events.Event) {
-	m.queueDeferred(true, correlation, evs)
+	m.queueDeferred(true, 0, correlation, evs)
 }
 
-// queueDeferred queues evs for emitDeferred (handedOver false) and
-// emitHandedOver (true).
-func (m *Manager) queueDeferred(handedOver bool, correlation string, evs []events.Event) {
+// queueDeferred queues evs for emitDeferred (handedOver false),
+// emitHandedOver (true) and emitLingering (linger set).
+func (m *Manager) queueDeferred(handedOver bool, linger time.Duration, correlation string, evs []events.Event) {
 	if len(evs) == 0 {
 		return
 	}
@@ -273,6 +281,9 @@ func (m *Manager) queueDeferred(handedOver bool, correlation string, evs []event
 	if err != nil {
 		m.notRecorded(evs)(err)
 		return
+	}
+	if linger > 0 {
+		d.Linger(linger)
 	}
 	if m.put(&outItem{correlation: correlation, evs: evs, deferred: d}) {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -42,6 +43,9 @@ func (ms *memServers) dial(name string, cfg events.ServerConfig, _ transport.Res
 	}
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if cfg.Command == "start-10ms" && method == "initialize" {
+				time.Sleep(10 * time.Millisecond) // the fake clock's: a server's start
+			}
 			if hold(method) {
 				select {
 				case <-ms.release:
@@ -164,6 +168,100 @@ func TestGateOnFakeClock(t *testing.T) {
 		}
 		for _, v := range verify.Session("s", envs) {
 			t.Errorf("invariant: %s", v)
+		}
+	})
+}
+
+// commitCounter is a memory store that counts its commits.
+type commitCounter struct {
+	*memory.Store
+	mu sync.Mutex
+	n  int
+}
+
+func (c *commitCounter) count() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *commitCounter) commits() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (c *commitCounter) Append(ctx context.Context, stream string, expected int64, envs []events.Envelope) ([]events.Envelope, error) {
+	c.count()
+	return c.Store.Append(ctx, stream, expected, envs)
+}
+
+func (c *commitCounter) AppendBatch(ctx context.Context, reqs []store.AppendRequest) []store.AppendResult {
+	c.count()
+	return c.Store.AppendBatch(ctx, reqs)
+}
+
+// TestConnectRoundSharesGateCommit checks on a fake clock that a round
+// whose servers settle within the linger (here after 10 ms, past the
+// journal's deferred delay) is stored in one commit, the gate's, with its
+// events in order; and that the round's first events of servers that
+// take longer are stored when their linger ends, before the gate.
+func TestConnectRoundSharesGateCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := &commitCounter{Store: memory.New()}
+		j := memJournal(t, st)
+		defer j.Close()
+		ms := &memServers{release: make(chan struct{})}
+		m := memManager(t, j)
+		m.dial = ms.dial
+		before := st.commits()
+		res, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "a", Command: "start-10ms"}, {Name: "b", Command: "fast"}}, nil)
+		if err != nil || len(res.Errors) > 0 {
+			t.Fatal(err, res.Errors)
+		}
+		if n := st.commits() - before; n != 1 {
+			t.Errorf("%d commits for a round whose servers settled within the linger, want 1", n)
+		}
+		var types []string
+		for env, err := range st.ReadStream(ctx, "s", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			types = append(types, env.Type)
+		}
+		want := []string{"ServerDiscovered", "ServerDiscovered", "ConnectStarted", "ConnectStarted"}
+		if len(types) < len(want)+1 || !slices.Equal(types[:len(want)], want) || types[len(types)-1] != "StartupGateElapsed" {
+			t.Errorf("stored %v, want %v first and StartupGateElapsed last", types, want)
+		}
+
+		// A server whose list takes a second: its ConnectStarted is stored
+		// when the linger ends, long before the gate.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "slow", Command: "hold-list"}}, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+		time.Sleep(roundLinger)
+		synctest.Wait()
+		var started bool
+		for env, err := range st.ReadStream(ctx, "s", 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.Type == "ConnectStarted" && strings.Contains(string(env.Data), `"slow"`) {
+				started = true
+			}
+		}
+		if !started {
+			t.Errorf("the slow server's ConnectStarted is not stored after %v", roundLinger)
+		}
+		close(ms.release)
+		<-done
+		if err := m.Close(ctx); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
