@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,9 @@ type liveConn struct {
 	// splice is the connection's point for spliced calls (nil unless
 	// the shared host runs the manager).
 	splice *splice.Point
+	// annotations holds the tool annotations of the latest tools/list,
+	// by the server's own tool name, when lc has a splice point (m.mu).
+	annotations map[string]json.RawMessage
 	// logs rate-limits the server's log messages (fields under m.mu);
 	// setLevel: logging/setLevel asks the server for logs once connected;
 	// logsPerRequest: the log level goes in each request's _meta instead.
