@@ -401,8 +401,15 @@ func TestSpliceDropAgain(t *testing.T) {
 				return
 			}
 			// Made once more on the reconnected server, held again there.
-			if err := hold.WaitReached(ctx, 2); err != nil {
-				t.Fatalf("the read-only call was not made again: %v", err)
+			reached := make(chan error, 1)
+			go func() { reached <- hold.WaitReached(ctx, 2) }()
+			select {
+			case err := <-reached:
+				if err != nil {
+					t.Fatalf("the read-only call was not made again: %v", err)
+				}
+			case c := <-ch:
+				t.Fatalf("the read-only call returned instead of being made again: %v %q", c.err, text(c.res))
 			}
 			select {
 			case c := <-ch:
