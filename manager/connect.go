@@ -680,8 +680,21 @@ func (m *Manager) listed(s *server, lc *liveConn, defs []events.ToolDef, d time.
 		defs = []events.ToolDef{}
 	}
 	defs, live := lc.res.ScrubTools(defs)
+	var annotations map[string]json.RawMessage
+	if lc.splice != nil {
+		// What the rule for calls cut off by a drop reads of a spliced
+		// call's tool, by the server's own name: the record of the tools
+		// is gone by the time the call is made again.
+		annotations = map[string]json.RawMessage{}
+		for _, d := range defs {
+			if len(d.Annotations) > 0 {
+				annotations[own(live, d.Name)] = d.Annotations
+			}
+		}
+	}
 	m.mu.Lock()
 	lc.names.tools = live
+	lc.annotations = annotations
 	m.mu.Unlock()
 	return &events.ToolsListed{
 		Server: s.name, ConfigHash: s.hash, Tools: defs, ToolsHash: events.HashTools(defs),

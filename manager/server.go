@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,9 @@ type liveConn struct {
 	// acks are the resource subscriptions waiting for the server's
 	// acknowledgement of their subscriptions/listen stream.
 	acks listenAcks
+	// annotations holds the tool annotations of the latest tools/list,
+	// by the server's own tool name, when lc has a splice point (m.mu).
+	annotations map[string]json.RawMessage
 	// logs rate-limits the server's log messages (fields under m.mu);
 	// setLevel: logging/setLevel asks the server for logs once connected;
 	// logsPerRequest: the log level goes in each request's _meta instead.

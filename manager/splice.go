@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"context"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/internal/splice"
@@ -33,15 +35,39 @@ func (m *Manager) spliceable(lc *liveConn, t mcp.Transport) mcp.Transport {
 
 // publishSplice publishes lc's point as s's connection, speaking version.
 // Calls of a tool the record names otherwise than the server (scrubbing
-// changed its name) are not spliced.
+// changed its name) are not spliced. A spliced call that the end of lc
+// cut off follows the rule of the manager's own calls: made once more
+// after the reconnect when its tool is read-only or idempotent.
 func (m *Manager) publishSplice(s *server, lc *liveConn, version string) {
 	if lc.splice == nil {
 		return
 	}
-	m.opts.splice.Publish(s.name, lc.splice, version, func(tool string) bool {
+	renamed := func(tool string) bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		_, renamed := lc.names.tools[tool]
 		return renamed
+	}
+	m.opts.splice.Publish(s.name, lc.splice, version, renamed, func(ctx context.Context, tool string) bool {
+		return m.spliceAgain(ctx, s, lc, tool)
 	})
+}
+
+// spliceAgain reports whether a spliced call of tool that the end of lc
+// cut off (its request was written) is made once more, and waits until s
+// is connected again for it. As for a call of the manager's own, the
+// server's call timeout bounds the wait.
+func (m *Manager) spliceAgain(ctx context.Context, s *server, lc *liveConn, tool string) bool {
+	m.mu.Lock()
+	annotations, limit := lc.annotations[tool], toolTimeoutOf(s.cfg)
+	m.mu.Unlock()
+	if !m.callAgain(false, annotations) {
+		return false
+	}
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	return m.awaitReconnect(ctx, s, lc) && m.awaitConnect(ctx, s) == nil
 }

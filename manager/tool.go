@@ -173,11 +173,7 @@ func (m *Manager) call(ctx context.Context, t *Tool, args any) (*CallResult, err
 	// teardown or a drop waits for the calls of its connection, so its
 	// Disconnected always follows them.
 	retried := false
-	if cut != nil && !m.reconnect.Disabled && (unsent || retryable(t.Annotations)) {
-		// Cut off by the drop: a read-only or idempotent call is made once
-		// more on the reconnected server. A call whose request never left
-		// (the connection was gone before it was written) waits for the
-		// reconnect as a call made during it does: it cannot run twice.
+	if cut != nil && m.callAgain(unsent, t.Annotations) {
 		m.leaveCall(g)
 		g = nil
 		if m.awaitReconnect(cctx, s, cut) {
@@ -223,6 +219,16 @@ func toolTimeoutOf(cfg events.ServerConfig) time.Duration {
 		return 0
 	}
 	return time.Duration(*cfg.ToolTimeoutMs) * time.Millisecond
+}
+
+// callAgain is the rule for a call cut off by a drop: a read-only or
+// idempotent call is made once more on the reconnected server. A call
+// whose request never left (unsent: the connection was gone before it was
+// written) waits for the reconnect as a call made during it does: it
+// cannot run twice. Nothing is made again when the manager does not
+// reconnect. The caller then waits for the reconnect (awaitReconnect).
+func (m *Manager) callAgain(unsent bool, annotations json.RawMessage) bool {
+	return !m.reconnect.Disabled && (unsent || retryable(annotations))
 }
 
 // retryable reports whether a tool's annotations say it is read-only or

@@ -31,8 +31,15 @@ import (
 // responses are then dropped. A server request that comes during a
 // spliced call (elicitation, sampling, roots) goes to the host with calls
 // in flight as for any call: spliced calls count among the relay
-// session's calls. A server connection that ends fails the spliced calls
-// in flight on it with the error a call through the manager would have.
+// session's calls. A server connection that ends cuts off the spliced
+// calls in flight on it; each then follows the shared host's manager's
+// rule for its own calls cut off by a drop: a call of a read-only or
+// idempotent tool waits for the reconnect and is spliced once more onto
+// the new connection (its answer and progress reach the host under its
+// own id and token as before), any other fails with the error a call
+// through the manager would have, without running twice. (A request that
+// could not be written at all goes through the relay, whose call waits
+// for the reconnect.)
 
 const (
 	methodCallTool  = "tools/call"
@@ -63,8 +70,16 @@ func (in *instance) splicer(s *stream) *splicer {
 
 // splicedCall is a host's call in flight on the server's connection.
 type splicedCall struct {
+	req     *jsonrpc.Request // the host's
+	version string           // the host's session's protocol version
+	p       *splice.Point    // the connection it was spliced onto
+
 	call      *splice.Call // set once Start returned (sp.mu)
 	abandoned bool         // the host's stream ended before it was set (sp.mu)
+	// again: cut off by the end of p's connection, it is being made once
+	// more (sp.mu); stop ends its wait for the reconnect.
+	again     bool
+	stop      context.CancelFunc
 	leaveOnce sync.Once
 }
 
@@ -138,7 +153,7 @@ func (sp *splicer) start(ctx context.Context, req *jsonrpc.Request) bool {
 	if ip := ss.InitializeParams(); ip != nil {
 		version = ip.ProtocolVersion
 	}
-	sc := &splicedCall{}
+	sc := &splicedCall{req: req, version: version, p: p}
 	hostID := req.ID
 	sp.mu.Lock()
 	if _, busy := sp.calls[hostID]; busy || sp.ended {
@@ -159,7 +174,9 @@ func (sp *splicer) start(ctx context.Context, req *jsonrpc.Request) bool {
 		return false // the relay's path
 	}
 	sp.mu.Lock()
-	sc.call = call
+	if !sc.again { // else cut off already, and maybe made again
+		sc.call = call
+	}
 	abandoned := sc.abandoned
 	sp.mu.Unlock()
 	if abandoned {
@@ -173,14 +190,27 @@ func (sc *splicedCall) leave(sp *splicer) {
 	sc.leaveOnce.Do(func() { sp.in.relay.leave(sp.ss) })
 }
 
-// finish passes a spliced call's response to the host, or, when the
-// server's connection ended first, the error result of a disconnected
-// server. A call the host cancelled meanwhile gets nothing.
+// finish passes a spliced call's response to the host. When the server's
+// connection ended first, a call cut off the first time goes on waiting
+// to be made once more (again); otherwise the host gets the error result
+// of a disconnected server. A call the host cancelled meanwhile gets
+// nothing.
 func (sp *splicer) finish(hostID jsonrpc.ID, sc *splicedCall, resp *jsonrpc.Response, err error) {
 	sp.mu.Lock()
 	mine := sp.calls[hostID] == sc
+	if mine && err != nil && !sc.again {
+		// Not on the connection's reading goroutine: the call waits.
+		ctx, stop := context.WithCancel(context.Background())
+		sc.again, sc.stop = true, stop
+		sp.mu.Unlock()
+		go sp.callAgain(ctx, hostID, sc)
+		return
+	}
 	if mine {
 		delete(sp.calls, hostID)
+		if sc.stop != nil {
+			sc.stop()
+		}
 	}
 	sp.mu.Unlock()
 	sc.leave(sp)
@@ -196,6 +226,33 @@ func (sp *splicer) finish(hostID jsonrpc.ID, sc *splicedCall, resp *jsonrpc.Resp
 		err = sp.conn.Write(context.Background(), resp)
 	}
 	sp.failed(err)
+}
+
+// callAgain makes sc, cut off by the end of its server's connection, once
+// more on the server's next connection when the manager's rule for calls
+// cut off by a drop says so, and fails it as cut off otherwise. ctx ends
+// when the host cancels the call or its stream ends.
+func (sp *splicer) callAgain(ctx context.Context, hostID jsonrpc.ID, sc *splicedCall) {
+	var call *splice.Call
+	err := splice.ErrEnded
+	if p := sc.p.Again(ctx, sc.req); p != nil {
+		call, err = p.Start(sc.req, sc.version, func(resp *jsonrpc.Response, err error) { sp.finish(hostID, sc, resp, err) }, sp.notify)
+	}
+	sp.mu.Lock()
+	mine := sp.calls[hostID] == sc
+	if mine && call != nil {
+		sc.call = call
+	}
+	sp.mu.Unlock()
+	switch {
+	case !mine && call != nil:
+		// Cancelled, or answered already (then this does nothing).
+		call.Cancel("the host's call ended")
+	case mine && call == nil:
+		// Not made again (or it could not be): the error of a call cut
+		// off by the drop.
+		sp.finish(hostID, sc, nil, err)
+	}
 }
 
 // notify passes a progress notification of a spliced call to the host.
@@ -233,6 +290,9 @@ func (sp *splicer) cancel(req *jsonrpc.Request) bool {
 	}
 	delete(sp.calls, id)
 	call := sc.call
+	if sc.stop != nil {
+		sc.stop()
+	}
 	sp.mu.Unlock()
 	if call != nil {
 		call.Cancel(p.Reason)
@@ -249,6 +309,9 @@ func (sp *splicer) end() {
 	sp.calls = map[jsonrpc.ID]*splicedCall{}
 	var cancel []*splice.Call
 	for _, sc := range calls {
+		if sc.stop != nil {
+			sc.stop()
+		}
 		if sc.call != nil {
 			cancel = append(cancel, sc.call)
 		} else {

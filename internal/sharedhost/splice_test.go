@@ -45,14 +45,28 @@ type spliceEnv struct {
 	st     store.Store
 	socket string
 	cwd    string
-	inMem  bool // the server is srv of newSpliceEnv, not the fixture
+	inMem  bool     // the server is srv of newSpliceEnv, not the fixture
+	fx     []string // the fixture's behaviours
 }
 
 // newSpliceEnv serves a shared host whose servers are the fixture, or,
 // given srv, srv in this process.
 func newSpliceEnv(t *testing.T, srv ...*mcp.Server) *spliceEnv {
 	t.Helper()
-	opts := &sharedhost.Options{Idle: time.Hour}
+	return serveSplice(t, &sharedhost.Options{Idle: time.Hour}, nil, srv...)
+}
+
+// newFixtureEnv serves a shared host whose servers are the fixture with
+// behaviours fx, reconnected at once after a drop.
+func newFixtureEnv(t *testing.T, fx ...string) *spliceEnv {
+	t.Helper()
+	return serveSplice(t, &sharedhost.Options{Idle: time.Hour, Manager: &manager.Options{
+		Reconnect: manager.ReconnectPolicy{Initial: time.Millisecond, NoJitter: true},
+	}}, fx)
+}
+
+func serveSplice(t *testing.T, opts *sharedhost.Options, fx []string, srv ...*mcp.Server) *spliceEnv {
+	t.Helper()
 	if len(srv) > 0 {
 		opts.Manager = &manager.Options{Dial: func(ctx context.Context, cfg events.ServerConfig) (mcp.Transport, error) {
 			ct, st := mcp.NewInMemoryTransports()
@@ -68,7 +82,7 @@ func newSpliceEnv(t *testing.T, srv ...*mcp.Server) *spliceEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	e := &spliceEnv{t: t, st: st, socket: filepath.Join(t.TempDir(), "run", shared.SocketName), cwd: t.TempDir(), inMem: len(srv) > 0}
+	e := &spliceEnv{t: t, st: st, socket: filepath.Join(t.TempDir(), "run", shared.SocketName), cwd: t.TempDir(), inMem: len(srv) > 0, fx: fx}
 	l, err := shared.Listen(e.socket)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +122,7 @@ func (e *spliceEnv) attach(name string, opts *mcp.ClientOptions) *host {
 	e.t.Cleanup(func() { c.Close() })
 	cmd, args := "in-memory", []string(nil)
 	if !e.inMem {
-		cmd, args = fixturetest.Command(e.t)
+		cmd, args = fixturetest.Command(e.t, e.fx...)
 	}
 	att, err := c.Attach(testCtx(e.t), shared.Attach{Name: "fx", Config: events.ServerConfig{Command: cmd, Args: args}, Command: cmd, Args: args, Cwd: e.cwd})
 	if err != nil {
@@ -340,5 +354,79 @@ func TestSpliceDrop(t *testing.T) {
 	c := wait(t, ch)
 	if c.err != nil || !c.res.IsError || !strings.Contains(text(c.res), "MCP server disconnected") {
 		t.Errorf("the call cut off by the drop: %v %+v %q, want the error result of a disconnected server", c.err, c.res, text(c.res))
+	}
+}
+
+// TestSpliceDropAgain ends the server under spliced calls, as a crash
+// does: the shared host's manager reconnects it, and each call follows
+// the manager's rule for its own calls cut off by a drop. A call of a
+// read-only tool is made once more on the new connection, its answer
+// reaching the host under its own id; a call of any
+// other tool fails as cut off and ran once. The call carries a progress
+// token, which the point replaces on each connection.
+func TestSpliceDropAgain(t *testing.T) {
+	for _, readOnly := range []bool{true, false} {
+		t.Run(fmt.Sprintf("read-only=%v", readOnly), func(t *testing.T) {
+			var fx []string
+			if readOnly {
+				fx = append(fx, "read-only=sleep")
+			}
+			e := newFixtureEnv(t, fx...)
+			h1 := e.attach("h1", nil)
+			h2 := e.attach("h2", nil)
+			ctx := testCtx(t)
+			hold := fixturetest.NewGate(t)
+			p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"gate": hold.Path()}}
+			p.SetProgressToken("tok")
+			ch := h1.callAsync(ctx, p)
+			if err := hold.WaitReached(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			// The server process exits under the held call.
+			if res, err := h2.cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash"}); err != nil || !res.IsError {
+				t.Fatalf("crash: %v %+v, want the error of a disconnected server", err, res)
+			}
+			if !readOnly {
+				c := wait(t, ch)
+				if c.err != nil || !c.res.IsError || !strings.Contains(text(c.res), "MCP server disconnected") {
+					t.Fatalf("the cut-off call: %v %+v %q, want the error result of a disconnected server", c.err, c.res, text(c.res))
+				}
+				// The server is back: a call made now goes through.
+				if res, err := h2.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "back"}}); err != nil || res.IsError || text(res) != "back" {
+					t.Fatalf("echo after the reconnect: %v %q", err, text(res))
+				}
+				if n := hold.Reached(); n != 1 {
+					t.Errorf("the cut-off call reached the server %d times, want once", n)
+				}
+				return
+			}
+			// Made once more on the reconnected server, held again there.
+			reached := make(chan error, 1)
+			go func() { reached <- hold.WaitReached(ctx, 2) }()
+			select {
+			case err := <-reached:
+				if err != nil {
+					t.Fatalf("the read-only call was not made again: %v", err)
+				}
+			case c := <-ch:
+				t.Fatalf("the read-only call returned instead of being made again: %v %q", c.err, text(c.res))
+			}
+			select {
+			case c := <-ch:
+				t.Fatalf("the call returned while it is held: %v %q", c.err, text(c.res))
+			default:
+			}
+			hold.Release()
+			c := wait(t, ch)
+			if c.err != nil || c.res.IsError || text(c.res) != "released" {
+				t.Fatalf("the call made again: %v %q, want released", c.err, text(c.res))
+			}
+			if n := hold.Reached(); n != 2 {
+				t.Errorf("the call reached the server %d times, want twice", n)
+			}
+			if n := e.recordedCalls(); n != 0 {
+				t.Errorf("the shared host recorded %d calls: want none, the call spliced twice", n)
+			}
+		})
 	}
 }

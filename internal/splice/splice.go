@@ -12,7 +12,9 @@
 // point takes the response and the progress notifications of that id and
 // token off the connection before the manager's client reads them, and
 // hands them back with the caller's id and token. A connection that ends
-// fails the calls in flight on it.
+// fails the calls in flight on it; [Point.Again] then says, by the
+// manager's rule for its own calls cut off by a drop, whether such a call
+// is made once more on the server's next connection.
 //
 //	reg := splice.NewRegistry()
 //	splice.UseRegistry(&opts, reg) // opts is the manager's *manager.Options
@@ -80,16 +82,19 @@ func (r *Registry) Point(server string) *Point {
 
 // Publish makes p the connection of server, speaking protocol version.
 // renamed, when set, reports the tool names the manager knows under
-// another name than the server's own (their calls are not spliced). A
-// point whose connection already ended is not published; one that ends
-// later withdraws itself.
-func (r *Registry) Publish(server string, p *Point, version string, renamed func(tool string) bool) {
+// another name than the server's own (their calls are not spliced).
+// again, when set, is the manager's rule for a call of tool that the end
+// of p's connection cut off after its request was written: it reports
+// whether the call is made once more, once it waited (bounded by ctx)
+// until the server is connected again. A point whose connection already
+// ended is not published; one that ends later withdraws itself.
+func (r *Registry) Publish(server string, p *Point, version string, renamed func(tool string) bool, again func(ctx context.Context, tool string) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ended || p.conn == nil {
 		return
 	}
-	p.version, p.renamed = version, renamed
+	p.version, p.renamed, p.again = version, renamed, again
 	p.reg, p.server = r, server
 	r.mu.Lock()
 	r.points[server] = p
@@ -139,6 +144,7 @@ type Point struct {
 	conn    mcp.Connection // the connection below the manager's client
 	version string
 	renamed func(string) bool
+	again   func(context.Context, string) bool
 	reg     *Registry
 	server  string
 	calls   map[string]*Call // by the point's id
@@ -162,6 +168,10 @@ type Call struct {
 	hostToken json.RawMessage // the caller's
 	done      func(*jsonrpc.Response, error)
 	progress  func(*jsonrpc.Request)
+	// writing: Start is writing the request (p.mu); endedWriting: the
+	// connection ended meanwhile, and Start, not end, fails the call once
+	// it knows whether the request left.
+	writing, endedWriting bool
 }
 
 // callHead is what Start reads of a request's params.
@@ -181,8 +191,10 @@ type callHead struct {
 // [ErrNotPassthrough] and sends nothing.
 //
 // done is called once with the response, its id the caller's again, or
-// with a nil response and [ErrEnded] when the connection ended first;
-// never after [Call.Cancel]. progress gets each progress notification of
+// with a nil response and [ErrEnded] when the connection ended after the
+// request was written (maybe before Start returns); never after
+// [Call.Cancel]. A request that could not be written is not a call: Start
+// returns ErrEnded. progress gets each progress notification of
 // the call, its token the caller's again. Both are called on the
 // connection's reading goroutine: they must not block for long, since
 // the manager's client reads nothing meanwhile.
@@ -205,7 +217,7 @@ func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*js
 		return nil, ErrNotPassthrough
 	}
 	n := strconv.FormatUint(p.next.Add(1), 10)
-	c := &Call{p: p, id: prefix + n, hostID: req.ID, done: done, progress: progress}
+	c := &Call{p: p, id: prefix + n, hostID: req.ID, done: done, progress: progress, writing: true}
 	params := req.Params
 	if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 		c.token, c.hostToken = prefix+"t"+n, tok
@@ -226,11 +238,43 @@ func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*js
 		p.ntokens.Add(1)
 	}
 	p.mu.Unlock()
-	if err := conn.Write(context.Background(), &jsonrpc.Request{ID: jsonrpc2StringID(c.id), Method: req.Method, Params: params}); err != nil {
-		p.forget(c)
-		return nil, ErrEnded
+	err := conn.Write(context.Background(), &jsonrpc.Request{ID: jsonrpc2StringID(c.id), Method: req.Method, Params: params})
+	p.mu.Lock()
+	c.writing = false
+	cut := c.endedWriting
+	p.mu.Unlock()
+	switch {
+	case err != nil:
+		if !cut {
+			p.forget(c)
+		}
+		return nil, ErrEnded // never left: not cut off, just not made
+	case cut:
+		// Written, then cut off by the end of the connection.
+		c.done(nil, ErrEnded)
 	}
 	return c, nil
+}
+
+// Again reports whether req, a call that the end of p's connection cut
+// off (done got [ErrEnded]), is made once more, by the manager's rule for
+// its own calls cut off by a drop (a read-only or idempotent tool), and
+// returns the server's connection to make it on: it waits, bounded by
+// ctx, until the server is connected again. It returns nil when the call
+// is not made again (then it fails as cut off), and when the server is
+// not connected again in time.
+func (p *Point) Again(ctx context.Context, req *jsonrpc.Request) *Point {
+	p.mu.Lock()
+	again, reg, server := p.again, p.reg, p.server
+	p.mu.Unlock()
+	var head callHead
+	if again == nil || reg == nil || json.Unmarshal(req.Params, &head) != nil {
+		return nil
+	}
+	if !again(ctx, head.Name) {
+		return nil
+	}
+	return reg.Point(server)
 }
 
 // Cancel tells the server the call is cancelled (notifications/cancelled
@@ -279,6 +323,12 @@ func (p *Point) end() {
 	}
 	p.ended = true
 	calls := p.calls
+	for id, c := range calls {
+		if c.writing {
+			c.endedWriting = true
+			delete(calls, id)
+		}
+	}
 	p.calls, p.tokens = map[string]*Call{}, map[string]*Call{}
 	p.inflight.Store(0)
 	p.ntokens.Store(0)

@@ -30,7 +30,7 @@ func (c *fakeConn) Write(_ context.Context, m jsonrpc.Message) error { c.out <- 
 func (c *fakeConn) Close() error                                     { return nil }
 func (c *fakeConn) SessionID() string                                { return "" }
 
-type fakeTransport struct{ c *fakeConn }
+type fakeTransport struct{ c mcp.Connection }
 
 func (t fakeTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
 
@@ -52,7 +52,7 @@ func TestPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := NewRegistry()
-	reg.Publish("fx", p, "2026-07-28", func(tool string) bool { return tool == "renamed" })
+	reg.Publish("fx", p, "2026-07-28", func(tool string) bool { return tool == "renamed" }, nil)
 	if reg.Point("fx") != p {
 		t.Fatal("not published")
 	}
@@ -153,6 +153,86 @@ func TestPlainResult(t *testing.T) {
 	} {
 		if _, _, ok := plainResult([]byte(line)); ok {
 			t.Errorf("%s: taken as a plain result", line)
+		}
+	}
+}
+
+// heldConn is a connection whose writes wait for a value on release and
+// fail with it; entered hears of each write.
+type heldConn struct {
+	fakeConn
+	entered chan struct{}
+	release chan error
+}
+
+func (c *heldConn) Write(context.Context, jsonrpc.Message) error {
+	c.entered <- struct{}{}
+	return <-c.release
+}
+
+// TestPointEndWhileWriting ends a connection while a call's request is
+// being written: written, the call is cut off (done gets ErrEnded, once);
+// not written, it was never made (Start fails, done is not called). The
+// call cut off goes to the manager's rule: Again names its tool to it and
+// returns the server's next point when the rule makes the call again.
+func TestPointEndWhileWriting(t *testing.T) {
+	for _, werr := range []error{nil, io.ErrClosedPipe} {
+		hc := &heldConn{fakeConn: fakeConn{in: make(chan jsonrpc.Message)}, entered: make(chan struct{}), release: make(chan error)}
+		tr, p := Wrap(fakeTransport{hc})
+		conn, err := tr.Connect(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := NewRegistry()
+		next := make(chan *Point, 1)
+		var asked []string
+		reg.Publish("fx", p, "2026-07-28", nil, func(_ context.Context, tool string) bool {
+			asked = append(asked, tool)
+			if tool != "again" {
+				return false
+			}
+			p2 := <-next
+			reg.Publish("fx", p2, "2026-07-28", nil, nil)
+			return true
+		})
+		ended := make(chan error, 2)
+		type started struct {
+			c   *Call
+			err error
+		}
+		got := make(chan started, 1)
+		req := request(t, 1, `{"name":"again"}`)
+		go func() {
+			c, err := p.Start(req, "2026-07-28", func(_ *jsonrpc.Response, err error) { ended <- err }, nil)
+			got <- started{c, err}
+		}()
+		<-hc.entered
+		conn.Close() // the connection ends under the write
+		hc.release <- werr
+		s := <-got
+		if werr != nil {
+			if s.c != nil || !errors.Is(s.err, ErrEnded) || len(ended) != 0 {
+				t.Errorf("write failed: Start %v %v, done called %d times: want ErrEnded, no done", s.c, s.err, len(ended))
+			}
+			continue
+		}
+		if s.err != nil || len(ended) != 1 || !errors.Is(<-ended, ErrEnded) {
+			t.Fatalf("written: Start %v, done %d: want a call, cut off once", s.err, len(ended))
+		}
+		if np := p.Again(t.Context(), request(t, 1, `{"name":"other"}`)); np != nil {
+			t.Error("Again made a call the rule refused")
+		}
+		fc2 := &fakeConn{in: make(chan jsonrpc.Message), out: make(chan jsonrpc.Message, 1)}
+		tr2, p2 := Wrap(fakeTransport{fc2})
+		if _, err := tr2.Connect(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		next <- p2
+		if np := p.Again(t.Context(), req); np != p2 {
+			t.Errorf("Again: %p, want the next point %p", np, p2)
+		}
+		if strings.Join(asked, ",") != "other,again" {
+			t.Errorf("the rule was asked about %q, want other,again", asked)
 		}
 	}
 }
