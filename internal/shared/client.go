@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -420,7 +421,25 @@ func (s *stream) Read(p []byte) (int, error) {
 	if err != nil {
 		s.eofOnce.Do(func() { close(s.eof) })
 	}
-	return n, err
+	return n, peerEnded(err)
+}
+
+func (s *stream) Write(p []byte) (int, error) {
+	n, err := s.Conn.Write(p)
+	return n, peerEnded(err)
+}
+
+// peerEnded returns io.EOF for an error that says the shared host's end of
+// the stream is gone (its close found data unread, or its process died),
+// err otherwise: that is the end of the stream as much as an end of file
+// is, and one that comes with the end of the control stream fails with
+// the connection closed here. So the error a host records for the stream's
+// end does not depend on which of its connections is seen ending first.
+func peerEnded(err error) error {
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return io.EOF
+	}
+	return err
 }
 
 // drain reads and drops what the shared host still sends until its end,

@@ -2,18 +2,17 @@ package shared
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"path/filepath"
 	"testing"
 )
 
-// TestStreamCloseWaitsForTheAnswerWithoutItsReader closes a stream whose
-// session's reader read a message and no longer reads (the go-sdk's
-// reader waits for the lock that its Close holds): the close still ends
-// at the shared host's answer, not at the bound of its wait, so a detach
-// is recorded as such before the control stream ends.
-func TestStreamCloseWaitsForTheAnswerWithoutItsReader(t *testing.T) {
+// streamPair returns a stream of the host's end of a unix connection and
+// the shared host's end.
+func streamPair(t *testing.T) (*stream, net.Conn) {
+	t.Helper()
 	l, err := net.Listen("unix", filepath.Join(t.TempDir(), "s.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -32,10 +31,48 @@ func TestStreamCloseWaitsForTheAnswerWithoutItsReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { conn.Close() })
 	peer, ok := <-accepted
 	if !ok {
 		t.Fatal("no connection accepted")
 	}
+	t.Cleanup(func() { peer.Close() })
+	s := &stream{Conn: conn, r: bufio.NewReader(conn), reading: make(chan struct{}, 1), closed: make(chan struct{}), eof: make(chan struct{}), ended: make(chan struct{})}
+	return s, peer
+}
+
+// TestStreamCutByTheSharedHostEndsAsItsClose cuts a stream from the
+// shared host's end with a message of the host unread, as the end of its
+// process does: the host's read and write fail with the end of the stream,
+// as when the shared host closed it cleanly, not with a reset, so the
+// error recorded does not depend on how the cut is seen.
+func TestStreamCutByTheSharedHostEndsAsItsClose(t *testing.T) {
+	s, peer := streamPair(t)
+	if _, err := io.WriteString(s, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	peer.Close() // the message unread
+	if n, err := s.Read(make([]byte, 64)); n != 0 || err != io.EOF {
+		t.Fatalf("read after the cut: %d %v, want the end of the stream", n, err)
+	}
+	var err error
+	for range 2 { // the first write may still be taken by the kernel
+		if _, err = io.WriteString(s, "{}\n"); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("write after the cut: %v, want the end of the stream", err)
+	}
+}
+
+// TestStreamCloseWaitsForTheAnswerWithoutItsReader closes a stream whose
+// session's reader read a message and no longer reads (the go-sdk's
+// reader waits for the lock that its Close holds): the close still ends
+// at the shared host's answer, not at the bound of its wait, so a detach
+// is recorded as such before the control stream ends.
+func TestStreamCloseWaitsForTheAnswerWithoutItsReader(t *testing.T) {
+	s, peer := streamPair(t)
 	// The shared host's end: a notification that the host reads before
 	// it closes, then, once the host closed its writing half, another
 	// message, the empty line of the release and the close of its end.
@@ -48,7 +85,6 @@ func TestStreamCloseWaitsForTheAnswerWithoutItsReader(t *testing.T) {
 		io.WriteString(peer, "\n")
 		close(released)
 	}()
-	s := &stream{Conn: conn, r: bufio.NewReader(conn), reading: make(chan struct{}, 1), closed: make(chan struct{}), eof: make(chan struct{}), ended: make(chan struct{})}
 	line, err := bufio.NewReader(s).ReadString('\n')
 	if err != nil || line == "" {
 		t.Fatalf("first message: %q %v", line, err)
