@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -325,7 +326,7 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // open returns the MCP connection of an upgraded stream, whose reads go
 // through br.
 func (t *streamTransport) open(ctx context.Context, conn net.Conn, br *bufio.Reader) (mcp.Connection, error) {
-	s := &stream{Conn: conn, r: br, closed: make(chan struct{}), eof: make(chan struct{}), ended: t.c.done}
+	s := &stream{Conn: conn, r: br, reading: make(chan struct{}, 1), closed: make(chan struct{}), eof: make(chan struct{}), ended: t.c.done}
 	go func() {
 		select {
 		case <-t.c.done:
@@ -401,7 +402,10 @@ const detachWait = 5 * time.Second
 // read the upgrade's answer.
 type stream struct {
 	net.Conn
-	r       *bufio.Reader
+	r *bufio.Reader
+	// reading is held (a send) by the read in progress: the session's
+	// reader and the drain of Close never read r at once.
+	reading chan struct{}
 	once    sync.Once
 	err     error
 	closed  chan struct{} // closed by Close
@@ -411,22 +415,61 @@ type stream struct {
 }
 
 func (s *stream) Read(p []byte) (int, error) {
+	s.reading <- struct{}{}
+	defer func() { <-s.reading }()
 	n, err := s.r.Read(p)
 	if err != nil {
 		s.eofOnce.Do(func() { close(s.eof) })
 	}
-	return n, err
+	return n, peerEnded(err)
+}
+
+func (s *stream) Write(p []byte) (int, error) {
+	n, err := s.Conn.Write(p)
+	return n, peerEnded(err)
+}
+
+// peerEnded returns io.EOF for an error that says the shared host's end of
+// the stream is gone (its close found data unread, or its process died),
+// err otherwise: that is the end of the stream as much as an end of file
+// is, and one that comes with the end of the control stream fails with
+// the connection closed here. So the error a host records for the stream's
+// end does not depend on which of its connections is seen ending first.
+func peerEnded(err error) error {
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return io.EOF
+	}
+	return err
+}
+
+// drain reads and drops what the shared host still sends until its end,
+// unless a read of the session's reader sees that end first. The go-sdk
+// calls Close while it holds the lock its reader takes for each message
+// it read, so a message that arrives during the close stops that reader
+// until Close returns: the end of the stream must not depend on it. What
+// arrives after the close began has no one to go to.
+func (s *stream) drain() {
+	select {
+	case s.reading <- struct{}{}:
+	case <-s.eof:
+		return
+	}
+	defer func() { <-s.reading }()
+	io.Copy(io.Discard, s.r)
+	s.eofOnce.Do(func() { close(s.eof) })
 }
 
 // Close ends the stream as a detach: it closes the writing half, waits
 // for the shared host to close its end, which it does once it released
 // the attachment (so a detach is recorded as such before the control
-// stream's end), and closes the connection. Once: the transport closes
+// stream's end), reading on itself when the session's reader does not
+// (drain), and closes the connection. Once: the transport closes
 // its reader and its writer, both s.
 func (s *stream) Close() error {
 	s.once.Do(func() {
 		close(s.closed)
 		if cw, ok := s.Conn.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+			go s.drain() // ends at the latest when the connection is closed below
 			t := time.NewTimer(detachWait)
 			select {
 			case <-s.eof:
