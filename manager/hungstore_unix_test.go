@@ -280,6 +280,64 @@ func TestHungStoreDropsServerLogsAndCountsThem(t *testing.T) {
 	})
 }
 
+// The events the pump took from the outbox but could not hand to the
+// journal yet are behind as much as those still in the outbox: with the
+// journal's queue full and the pump waiting for room with a log it took,
+// the next log is dropped, not queued, and counted once recording resumed.
+func TestHungStoreCountsWhatThePumpHoldsAsBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newHungStore()
+		j, err := journal.New(st, &journal.Options{StoreTimeout: -1, DeferredQueue: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		defer st.thaw()
+		ls := &logServer{}
+		e := &env{t: t, st: st, j: j, session: "held"}
+		m := e.manager("held", &Options{ServerLogLevel: events.LogDebug})
+		m.dial = ls.dial
+		ctx := context.Background()
+		if _, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "chatty", Command: "unused"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the pump is idle
+		m.out.mu.Lock()
+		m.out.logDropAt = 1
+		m.out.mu.Unlock()
+		st.freeze()
+		log := func(text string) {
+			m.emitDeferred("", &events.ServerLog{Server: "chatty", Level: events.LogInfo, Text: text})
+		}
+		log("journal") // takes the journal's one place, which the hung store keeps
+		log("pump")    // the outbox's: the pump takes it and waits for room
+		synctest.Wait()
+		m.out.mu.Lock()
+		queued, busy := len(m.out.q), m.out.busy
+		m.out.mu.Unlock()
+		if queued != 0 || !busy {
+			t.Fatalf("the pump does not hold the second log: %d queued, busy %v", queued, busy)
+		}
+		log("dropped")
+		st.thaw()
+		if err := m.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		log("after")
+		if err := m.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range ofType[*events.ServerLog](e, "held") {
+			got = append(got, fmt.Sprintf("%s %d", l.Text, l.Dropped))
+		}
+		want := []string{"journal 0", "pump 0", "1 log messages dropped: the store fell behind 1", "after 0"}
+		if !slices.Equal(got, want) {
+			t.Errorf("logs stored %q, want %q", got, want)
+		}
+	})
+}
+
 // A PostgreSQL server that stops answering mid-session (stopped with
 // SIGSTOP: its connections hang rather than fail) stops nothing but the
 // recording, and Close tears every server down within its context.
