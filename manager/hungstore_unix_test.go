@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcplife/mcplife/events"
@@ -211,41 +212,52 @@ func waitNotRunning(t *testing.T, ctx context.Context, pid int) {
 // While the store hangs, server logs are dropped once the manager is far
 // behind, and counted: one ServerLog with Dropped set says how many, before
 // the server's next event once recording resumed.
+//
+// It runs in a bubble, since it depends on two things no call's return
+// tells: the server sends no log before it took the level the manager asks
+// for, which goes beside the first tools/list; and the client handles a
+// server's log messages on a goroutine of their own, so a call may return
+// before the messages it caused reached the manager. Waiting for the
+// bubble to settle after the connect and after the calls makes every log
+// reach the outbox while the store hangs.
 func TestHungStoreDropsServerLogsAndCountsThem(t *testing.T) {
-	st := newHungStore()
-	j, err := journal.New(st, &journal.Options{StoreTimeout: -1, DeferredQueue: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	defer st.thaw()
-	ls := &logServer{}
-	e := &env{t: t, st: st, j: j, session: "logs"}
-	m := e.manager("logs", &Options{ServerLogLevel: events.LogDebug})
-	m.dial = ls.dial
-	ctx := testCtx(t)
-	if _, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "chatty", Command: "unused"}}, nil); err != nil {
-		t.Fatal(err)
-	}
-	m.out.mu.Lock()
-	m.out.logDropAt = 10
-	m.out.mu.Unlock()
-	st.freeze()
-	for range 4 {
-		// 16 logs in all, under the rate limit of 20 a second: the first
-		// few fill the queues, later ones are dropped.
-		callLog(t, m, logArgs{Level: "info", Text: "x", Count: 4})
-	}
-	st.thaw()
-	if err := m.flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	callLog(t, m, logArgs{Level: "info", Text: "after"})
-	// A log notification may be handled just after the call's result:
-	// wait until the last one is recorded.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	synctest.Test(t, func(t *testing.T) {
+		st := newHungStore()
+		j, err := journal.New(st, &journal.Options{StoreTimeout: -1, DeferredQueue: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		defer st.thaw()
+		ls := &logServer{}
+		e := &env{t: t, st: st, j: j, session: "logs"}
+		m := e.manager("logs", &Options{ServerLogLevel: events.LogDebug})
+		m.dial = ls.dial
+		// No deadline: a bubble whose goroutines all wait fails at once.
+		ctx := context.Background()
+		if _, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "chatty", Command: "unused"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the server took the log level: it sends its logs
+		if n := ls.setLevels.Load(); n != 1 {
+			t.Fatalf("logging/setLevel sent %d times, want 1", n)
+		}
+		m.out.mu.Lock()
+		m.out.logDropAt = 10
+		m.out.mu.Unlock()
+		st.freeze()
+		for range 4 {
+			// 16 logs in all, under the rate limit of 20 a second: the
+			// first few fill the queues, later ones are dropped.
+			callLog(t, m, logArgs{Level: "info", Text: "x", Count: 4})
+		}
+		synctest.Wait() // every log message was handled, with the store hung
+		st.thaw()
+		if err := m.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		callLog(t, m, logArgs{Level: "info", Text: "after"})
+		synctest.Wait() // the log sent after recording resumed was handled
 		if err := m.flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -259,18 +271,71 @@ func TestHungStoreDropsServerLogsAndCountsThem(t *testing.T) {
 			recorded++
 			after = after || l.Text == "after"
 		}
-		if after {
-			if dropped == 0 || dropped+recorded != 17 {
-				t.Errorf("recorded %d logs and %d dropped, want 17 in all with some dropped", recorded, dropped)
-			}
-			return
-		}
-		select {
-		case <-ctx.Done():
+		if !after {
 			t.Fatalf("the log sent after recording resumed was not recorded (%d recorded, %d dropped)", recorded, dropped)
-		case <-tick.C:
 		}
-	}
+		if dropped == 0 || dropped+recorded != 17 {
+			t.Errorf("recorded %d logs and %d dropped, want 17 in all with some dropped", recorded, dropped)
+		}
+	})
+}
+
+// The events the pump took from the outbox but could not hand to the
+// journal yet are behind as much as those still in the outbox: with the
+// journal's queue full and the pump waiting for room with a log it took,
+// the next log is dropped, not queued, and counted once recording resumed.
+func TestHungStoreCountsWhatThePumpHoldsAsBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newHungStore()
+		j, err := journal.New(st, &journal.Options{StoreTimeout: -1, DeferredQueue: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		defer st.thaw()
+		ls := &logServer{}
+		e := &env{t: t, st: st, j: j, session: "held"}
+		m := e.manager("held", &Options{ServerLogLevel: events.LogDebug})
+		m.dial = ls.dial
+		ctx := context.Background()
+		if _, err := m.ConnectServers(ctx, []events.ServerConfig{{Name: "chatty", Command: "unused"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the pump is idle
+		m.out.mu.Lock()
+		m.out.logDropAt = 1
+		m.out.mu.Unlock()
+		st.freeze()
+		log := func(text string) {
+			m.emitDeferred("", &events.ServerLog{Server: "chatty", Level: events.LogInfo, Text: text})
+		}
+		log("journal") // takes the journal's one place, which the hung store keeps
+		log("pump")    // the outbox's: the pump takes it and waits for room
+		synctest.Wait()
+		m.out.mu.Lock()
+		queued, busy := len(m.out.q), m.out.busy
+		m.out.mu.Unlock()
+		if queued != 0 || !busy {
+			t.Fatalf("the pump does not hold the second log: %d queued, busy %v", queued, busy)
+		}
+		log("dropped")
+		st.thaw()
+		if err := m.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		log("after")
+		if err := m.flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range ofType[*events.ServerLog](e, "held") {
+			got = append(got, fmt.Sprintf("%s %d", l.Text, l.Dropped))
+		}
+		want := []string{"journal 0", "pump 0", "1 log messages dropped: the store fell behind 1", "after 0"}
+		if !slices.Equal(got, want) {
+			t.Errorf("logs stored %q, want %q", got, want)
+		}
+	})
 }
 
 // A PostgreSQL server that stops answering mid-session (stopped with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcplife/mcplife/events"
@@ -20,9 +21,11 @@ import (
 // and locks such as the registry's, under which events are emitted to
 // keep them in order, are never held across an append.
 //
-// While the pump is behind by maxQueuedBeforeLogDrop events, server logs
-// are dropped and counted; the count is recorded as one ServerLog
-// (Dropped set) before the server's next event once the pump caught up.
+// While the pump is behind by maxQueuedBeforeLogDrop events (emitted and
+// not yet handed to the journal, whether they wait in the outbox or in the
+// batch the pump took), server logs are dropped and counted; the count is
+// recorded as one ServerLog (Dropped set) before the server's next event
+// once the pump caught up.
 // Every other event waits in the outbox, in order. Close hands over what
 // is left; when its context ends first it stops waiting and logs how many
 // events it could not record.
@@ -45,6 +48,10 @@ type outbox struct {
 	// logDropAt is how far behind the pump drops server logs
 	// (maxQueuedBeforeLogDrop; tests lower it). Guarded by mu.
 	logDropAt int
+	// inPump is how many items of the pump's batch it has not handed
+	// over yet: they are behind as much as those in q. Set under mu,
+	// counted down by the pump without it.
+	inPump atomic.Int64
 
 	wake     chan struct{} // (cap 1) something was queued
 	drain    chan struct{} // closed by Close: hand over the rest, then end
@@ -100,13 +107,14 @@ func (m *Manager) put(it *outItem) bool {
 		// keeps its order (under o.mu) and costs no wake-up of the pump.
 		return true
 	}
-	if len(o.q) >= o.logDropAt && it.wait == nil && len(it.evs) == 1 {
+	behind := len(o.q) + int(o.inPump.Load())
+	if behind >= o.logDropAt && it.wait == nil && len(it.evs) == 1 {
 		if l, ok := it.evs[0].(*events.ServerLog); ok {
 			o.dropped[l.Server]++
 			return true
 		}
 	}
-	if len(o.dropped) > 0 && len(o.q) < o.logDropAt {
+	if len(o.dropped) > 0 && behind < o.logDropAt {
 		for _, ev := range it.evs {
 			se, ok := ev.(events.ServerEvent)
 			if !ok {
@@ -142,6 +150,7 @@ func (m *Manager) pump() {
 		batch := o.q
 		o.q = nil
 		o.busy = len(batch) > 0
+		o.inPump.Store(int64(len(batch)))
 		if len(batch) == 0 {
 			select {
 			case <-o.drain:
@@ -165,6 +174,7 @@ func (m *Manager) pump() {
 				o.giveUp(batch[i:])
 				return
 			}
+			o.inPump.Add(-1)
 		}
 	}
 }
@@ -209,6 +219,7 @@ func (o *outbox) giveUp(items []*outItem) {
 		o.lost += len(it.evs)
 	}
 	o.q = nil
+	o.inPump.Store(0)
 	o.stopped = true
 }
 
