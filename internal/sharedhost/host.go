@@ -592,13 +592,15 @@ func LastConnected(ctx context.Context, st store.Store, session, server string) 
 // follow keeps the relays' lists in step with the shared host's view. An
 // instance whose relay is still being built is left to its start, which
 // syncs the relay once more after it lets follow sync it: an update that
-// comes in between is not lost.
+// comes in between is not lost. Every relay is synced on every update,
+// whichever server it names: updates are coalesced, so the one handled
+// may stand for changes of other servers too.
 func (h *Host) follow(updates <-chan manager.Update) {
 	for u := range updates {
 		h.mu.Lock()
 		var ins []*instance
-		for id, in := range h.byID {
-			if in.following && (u.Server == "" || u.Server == id) {
+		for _, in := range h.byID {
+			if in.following {
 				ins = append(ins, in)
 			}
 		}
