@@ -555,6 +555,15 @@ func (h *Host) start(in *instance, a shared.Attach) error {
 	}
 	connected, _ := LastConnected(h.ctx, h.j.Store(), h.session, in.id)
 	in.build(connected)
+	// The relay took the view as it was when it was built; the lists
+	// recorded since (the first resource and prompt lists often land
+	// now) reached follow while it could not sync the relay yet. From
+	// here follow syncs it, and this sync covers what came before.
+	testHooks.built(in.id)
+	h.mu.Lock()
+	in.following = true
+	h.mu.Unlock()
+	in.relay.Sync()
 	return nil
 }
 
@@ -580,26 +589,26 @@ func LastConnected(ctx context.Context, st store.Store, session, server string) 
 	return last, nil
 }
 
-// follow keeps the relays' tools in step with the shared host's view.
+// follow keeps the relays' lists in step with the shared host's view. An
+// instance whose relay is still being built is left to its start, which
+// syncs the relay once more after it lets follow sync it: an update that
+// comes in between is not lost. Every relay is synced on every update,
+// whichever server it names: updates are coalesced, so the one handled
+// may stand for changes of other servers too.
 func (h *Host) follow(updates <-chan manager.Update) {
 	for u := range updates {
 		h.mu.Lock()
 		var ins []*instance
-		for id, in := range h.byID {
-			if u.Server == "" || u.Server == id {
+		for _, in := range h.byID {
+			if in.following {
 				ins = append(ins, in)
 			}
 		}
 		h.mu.Unlock()
 		for _, in := range ins {
-			select {
-			case <-in.ready:
-				if in.err == nil {
-					in.relay.Sync()
-				}
-			default:
-			}
+			in.relay.Sync()
 		}
+		testHooks.followed(u)
 	}
 }
 
@@ -644,3 +653,13 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 }
 
 var errUnknownInstance = errors.New("unknown shared instance")
+
+// testHooks are called at points of the shared host's work that its tests
+// need to order against other work; outside the tests they do nothing.
+var testHooks = struct {
+	// built: an instance's relay was built, and follow does not sync it
+	// yet.
+	built func(id string)
+	// followed: follow handled an update.
+	followed func(manager.Update)
+}{built: func(string) {}, followed: func(manager.Update) {}}

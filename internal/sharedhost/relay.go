@@ -35,6 +35,9 @@ type instance struct {
 	refs      int // attachments of every host
 	idleTimer *time.Timer
 	stopped   bool
+	// following: the relay is built and follows the view's updates
+	// (see start).
+	following bool
 
 	relay   *Relay
 	handler http.Handler
@@ -89,6 +92,10 @@ type Relay struct {
 	calls map[*mcp.ServerSession]int
 
 	subs *subscriptions
+	// syncMu serializes Sync, from its read of the view to the last
+	// change, so a Sync that read an older view never undoes a newer
+	// one's changes.
+	syncMu sync.Mutex
 	// rev counts the changes of tools; ans are the answers of an attach
 	// as of one revision (answers.go).
 	rev uint64
@@ -164,6 +171,8 @@ func (r *Relay) Server() *mcp.Server { return r.srv }
 // removed, new or changed ones added (the go-sdk tells the relay's
 // clients their list changed).
 func (r *Relay) Sync() {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
 	st, ok := r.mgr.View().Server(r.server)
 	if !ok {
 		return

@@ -43,6 +43,7 @@ func testCtx(t *testing.T) context.Context {
 type spliceEnv struct {
 	t      *testing.T
 	st     store.Store
+	j      *journal.Journal
 	socket string
 	cwd    string
 	inMem  bool     // the server is srv of newSpliceEnv, not the fixture
@@ -82,7 +83,7 @@ func serveSplice(t *testing.T, opts *sharedhost.Options, fx []string, srv ...*mc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	e := &spliceEnv{t: t, st: st, socket: filepath.Join(t.TempDir(), "run", shared.SocketName), cwd: t.TempDir(), inMem: len(srv) > 0, fx: fx}
+	e := &spliceEnv{t: t, st: st, j: j, socket: filepath.Join(t.TempDir(), "run", shared.SocketName), cwd: t.TempDir(), inMem: len(srv) > 0, fx: fx}
 	l, err := shared.Listen(e.socket)
 	if err != nil {
 		t.Fatal(err)
