@@ -181,6 +181,22 @@ func (m *Manager) subscriptionsOf(name string) (*server, error) {
 	return s, nil
 }
 
+// subscriptionConn finds the named server, takes its subscriptions'
+// lock and waits for its live connection; release gives the lock back.
+func (m *Manager) subscriptionConn(ctx context.Context, server string) (s *server, lc *liveConn, release func(), err error) {
+	if s, err = m.subscriptionsOf(server); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = s.subs.acquire(ctx); err != nil {
+		return nil, nil, nil, err
+	}
+	if lc, err = m.liveConnOf(ctx, s); err != nil {
+		s.subs.release()
+		return nil, nil, nil, err
+	}
+	return s, lc, s.subs.release, nil
+}
+
 // liveConnOf returns the live connection of s, waiting for its connect or
 // reconnect like a call.
 func (m *Manager) liveConnOf(ctx context.Context, s *server) (*liveConn, error) {
@@ -205,18 +221,11 @@ func (m *Manager) liveConnOf(ctx context.Context, s *server) (*liveConn, error) 
 // A URI subscribed to twice is subscribed to once: the second subscribe
 // asks the server nothing.
 func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
-	s, err := m.subscriptionsOf(server)
+	s, lc, release, err := m.subscriptionConn(ctx, server)
 	if err != nil {
 		return err
 	}
-	if err := s.subs.acquire(ctx); err != nil {
-		return err
-	}
-	defer s.subs.release()
-	lc, err := m.liveConnOf(ctx, s)
-	if err != nil {
-		return err
-	}
+	defer release()
 	if s.subs.on[uri] == lc {
 		return nil // subscribed on this connection already
 	}
@@ -237,18 +246,11 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) err
 // A subscription the server's current connection does not have (it
 // refused it after a reconnect) ends without a request.
 func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) error {
-	s, err := m.subscriptionsOf(server)
+	s, lc, release, err := m.subscriptionConn(ctx, server)
 	if err != nil {
 		return err
 	}
-	if err := s.subs.acquire(ctx); err != nil {
-		return err
-	}
-	defer s.subs.release()
-	lc, err := m.liveConnOf(ctx, s)
-	if err != nil {
-		return err
-	}
+	defer release()
 	own := m.liveName(lc, resourceNames, uri)
 	if on, ok := s.subs.on[uri]; !ok || on == lc {
 		if err := lc.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: own}); err != nil {

@@ -630,6 +630,12 @@ func (h *Host) streamEnded(in *instance, hc *hostConn, conn net.Conn) {
 	if _, err := io.WriteString(conn, "\n"); err != nil {
 		return
 	}
+	h.releaseOne(in, hc)
+}
+
+// releaseOne releases one attachment of hc to in, if it has one, as a
+// detach the host asked for.
+func (h *Host) releaseOne(in *instance, hc *hostConn) {
 	h.mu.Lock()
 	n := hc.attached[in]
 	if n > 0 {

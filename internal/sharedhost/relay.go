@@ -404,19 +404,7 @@ func (h *Host) detach(in *instance, hostID string) {
 	if hc == nil {
 		return
 	}
-	h.mu.Lock()
-	n := hc.attached[in]
-	if n > 0 {
-		if n == 1 {
-			delete(hc.attached, in)
-		} else {
-			hc.attached[in] = n - 1
-		}
-	}
-	h.mu.Unlock()
-	if n > 0 {
-		h.release(in, hc, 1, events.DetachRequested)
-	}
+	h.releaseOne(in, hc)
 }
 
 // hostKey is the context key of the host whose stream a request came on.
