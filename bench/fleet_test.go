@@ -43,7 +43,8 @@ type fleetArgs struct {
 	Bus, Topic   string
 	Raw          string // subject of the bare NATS baseline
 	Host         string
-	Servers      int // stdio fixture servers, "only=echo,add"
+	Servers      int    // stdio fixture servers, "only=echo,add"
+	Socket       string // the shared host's socket
 }
 
 // runRole runs the helper process named by roleEnv and returns its exit
@@ -60,6 +61,8 @@ func runRole() int {
 		err = subscriberRole(a)
 	case "host":
 		err = hostRole(a)
+	case "shared-host":
+		err = sharedHostRole(a)
 	default:
 		err = fmt.Errorf("unknown role %q", os.Getenv(roleEnv))
 	}

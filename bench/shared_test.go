@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -51,6 +53,62 @@ func newSharedBench(b *testing.B) *sharedBench {
 	return sb
 }
 
+// newSharedProcess starts a shared host in a process of its own, as
+// `mcp-audit daemon` runs for users (its own heap, collector and
+// scheduler), and returns its socket; the process ends when the benchmark
+// does.
+func newSharedProcess(b *testing.B) *sharedBench {
+	b.Helper()
+	j, err := journal.New(memory.New(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { j.Close() })
+	sb := &sharedBench{b: b, j: j, socket: filepath.Join(b.TempDir(), "run", shared.SocketName)}
+	cmd := helper(b, "shared-host", fleetArgs{Socket: sb.socket})
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close() // its end of stdin ends the shared host
+		cmd.Wait()
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		b.Fatalf("shared host process: %q %v", line, err)
+	}
+	return sb
+}
+
+// sharedHostRole is the process of newSharedProcess: a shared host on
+// a.Socket recording into a memory store, which prints "ready" once it
+// listens and stops when its stdin ends.
+func sharedHostRole(a fleetArgs) error {
+	j, err := journal.New(memory.New(), nil)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	l, err := shared.Listen(a.Socket)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	fmt.Println("ready")
+	return sharedhost.Serve(ctx, l, j, "shared", &sharedhost.Options{Idle: time.Hour})
+}
+
 // manager returns a host's manager; share says whether it attaches its
 // stdio servers to the shared host.
 func (sb *sharedBench) manager(session, cwd string, share bool) *manager.Manager {
@@ -81,7 +139,16 @@ func connectAll(b *testing.B, m *manager.Manager, cfgs []events.ServerConfig) *m
 // ("shared"), 200 calls per side per round, the sides taking turns call
 // by call; p50 and p99 over every call and their ratios.
 func BenchmarkSharedCall(b *testing.B) {
-	sb := newSharedBench(b)
+	benchSharedCall(b, newSharedBench(b))
+}
+
+// BenchmarkSharedCallProcess is BenchmarkSharedCall with the shared host
+// in a process of its own, as `mcp-audit daemon` runs it.
+func BenchmarkSharedCallProcess(b *testing.B) {
+	benchSharedCall(b, newSharedProcess(b))
+}
+
+func benchSharedCall(b *testing.B, sb *sharedBench) {
 	cmd, args := fixturetest.Command(b)
 	cfg := []events.ServerConfig{{Name: "fx", Command: cmd, Args: args}}
 	tools := map[string]*manager.Tool{}
