@@ -31,6 +31,9 @@
 //     host ("shared"), 200 calls per side per round taking turns call by
 //     call; p50 and p99 over every call and the ratios ("shared/direct",
 //     "shared-p99/direct"; the goal is 1.25 or less for both).
+//   - BenchmarkSharedCallProcess: the same with the shared host in a
+//     process of its own (the test binary in the "shared-host" role), as
+//     `mcp-audit daemon` runs it.
 //   - BenchmarkSharedAttach: a host connecting 10 fixture servers that
 //     another host keeps running in the shared host, until it has all
 //     their tools; median and p99 over the rounds ("attach-ms"; the goal
