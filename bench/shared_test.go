@@ -31,14 +31,22 @@ type sharedBench struct {
 	socket string
 }
 
-func newSharedBench(b *testing.B) *sharedBench {
+// newHosts returns the benchmark's hosts' side: their memory journal and
+// a socket path for the shared host.
+func newHosts(b *testing.B) *sharedBench {
 	b.Helper()
 	j, err := journal.New(memory.New(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { j.Close() })
-	sb := &sharedBench{b: b, j: j, socket: filepath.Join(b.TempDir(), "run", shared.SocketName)}
+	return &sharedBench{b: b, j: j, socket: filepath.Join(b.TempDir(), "run", shared.SocketName)}
+}
+
+func newSharedBench(b *testing.B) *sharedBench {
+	b.Helper()
+	sb := newHosts(b)
+	j := sb.j
 	l, err := shared.Listen(sb.socket)
 	if err != nil {
 		b.Fatal(err)
@@ -59,12 +67,7 @@ func newSharedBench(b *testing.B) *sharedBench {
 // does.
 func newSharedProcess(b *testing.B) *sharedBench {
 	b.Helper()
-	j, err := journal.New(memory.New(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { j.Close() })
-	sb := &sharedBench{b: b, j: j, socket: filepath.Join(b.TempDir(), "run", shared.SocketName)}
+	sb := newHosts(b)
 	cmd := helper(b, "shared-host", fleetArgs{Socket: sb.socket})
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
