@@ -56,6 +56,8 @@ type jsonScanner struct {
 	i       int
 	depth   int  // of the innermost open object or array
 	tooDeep bool // a value nested deeper than maxJSONDepth ended the scan
+	// spans, when set, gets where the members of a message are.
+	spans *MessageSpans
 }
 
 // enter opens an object or array, and reports false (noting why) when it
@@ -147,6 +149,9 @@ func (s *jsonScanner) message() bool {
 			result = true
 		case "error":
 			failure = true
+		}
+		if s.spans != nil {
+			s.spans.note(name, s.b[start:s.i])
 		}
 		if s.eat(',') {
 			continue
