@@ -86,12 +86,8 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if len(line) == 0 {
 			continue
 		}
-		// The go-sdk's decoder may keep parts of the message in the
-		// bytes it decoded (params, results), and the reader reuses its
-		// buffer: each message gets bytes of its own.
-		line = bytes.Clone(line)
 		if line[0] != '[' {
-			return jsonrpc.DecodeMessage(line)
+			return decodeMessage(line)
 		}
 		var batch []json.RawMessage
 		if err := json.Unmarshal(line, &batch); err != nil {
@@ -101,7 +97,7 @@ func (c *LineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, errors.New("shared: empty batch")
 		}
 		for _, raw := range batch {
-			m, err := jsonrpc.DecodeMessage(raw)
+			m, err := decodeMessage(raw)
 			if err != nil {
 				return nil, err
 			}
