@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"github.com/mcplife/mcplife/internal/rawio"
+
 	"bytes"
 	"fmt"
 	"io"
@@ -57,8 +59,11 @@ type Process struct {
 	pid    int      // also the process group id on Unix
 	stdin  *os.File // our write end of the child's stdin
 	stdout *os.File // our read end of the child's stdout
-	stderr *Ring
-	opts   Options
+	// stdinW and stdoutR write and read them (package rawio).
+	stdinW  io.Writer
+	stdoutR io.Reader
+	stderr  *Ring
+	opts    Options
 
 	stderrR    *os.File
 	stderrDone chan struct{}
@@ -169,6 +174,8 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 		pid:        cmd.Process.Pid,
 		stdin:      inW,
 		stdout:     outR,
+		stdinW:     rawio.Writer(inW, inW),
+		stdoutR:    rawio.Reader(outR, outR),
 		stderr:     NewRing(stderrLimit),
 		opts:       o,
 		stderrR:    errR,
@@ -215,11 +222,11 @@ func Start(command string, args []string, env []string, dir string, opts *Option
 func (p *Process) Pid() int { return p.pid }
 
 // Stdin returns the write end of the child's stdin. Terminate closes it.
-func (p *Process) Stdin() io.Writer { return p.stdin }
+func (p *Process) Stdin() io.Writer { return p.stdinW }
 
 // Stdout returns the read end of the child's stdout. Terminate closes it
 // once the child is gone.
-func (p *Process) Stdout() io.Reader { return p.stdout }
+func (p *Process) Stdout() io.Reader { return p.stdoutR }
 
 // Stderr returns the ring that keeps the child's stderr; [JSONLines] notes
 // what it skipped there.

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/internal/rawio"
 )
 
 // baseURL is the scheme and authority of every request on the socket;
@@ -326,7 +328,7 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // open returns the MCP connection of an upgraded stream, whose reads go
 // through br.
 func (t *streamTransport) open(ctx context.Context, conn net.Conn, br *bufio.Reader) (mcp.Connection, error) {
-	s := &stream{Conn: conn, r: br, reading: make(chan struct{}, 1), closed: make(chan struct{}), eof: make(chan struct{}), ended: t.c.done}
+	s := newStream(conn, br, t.c.done)
 	go func() {
 		select {
 		case <-t.c.done:
@@ -402,7 +404,8 @@ const detachWait = 5 * time.Second
 // read the upgrade's answer.
 type stream struct {
 	net.Conn
-	r *bufio.Reader
+	r io.Reader // the connection's, through the buffer of its upgrade
+	w io.Writer
 	// reading is held (a send) by the read in progress: the session's
 	// reader and the drain of Close never read r at once.
 	reading chan struct{}
@@ -412,6 +415,14 @@ type stream struct {
 	eofOnce sync.Once
 	eof     chan struct{}   // closed when a read failed: the shared host closed its end
 	ended   <-chan struct{} // the control stream's end
+}
+
+// newStream returns the stream of conn, whose reads go through br; ended
+// is the control stream's end.
+func newStream(conn net.Conn, br *bufio.Reader, ended <-chan struct{}) *stream {
+	s := &stream{Conn: conn, reading: make(chan struct{}, 1), closed: make(chan struct{}), eof: make(chan struct{}), ended: ended}
+	s.r, s.w = rawio.Conn(conn, br)
+	return s
 }
 
 func (s *stream) Read(p []byte) (int, error) {
@@ -425,7 +436,7 @@ func (s *stream) Read(p []byte) (int, error) {
 }
 
 func (s *stream) Write(p []byte) (int, error) {
-	n, err := s.Conn.Write(p)
+	n, err := s.w.Write(p)
 	return n, peerEnded(err)
 }
 

@@ -37,7 +37,7 @@ func streamPair(t *testing.T) (*stream, net.Conn) {
 		t.Fatal("no connection accepted")
 	}
 	t.Cleanup(func() { peer.Close() })
-	s := &stream{Conn: conn, r: bufio.NewReader(conn), reading: make(chan struct{}, 1), closed: make(chan struct{}), eof: make(chan struct{}), ended: make(chan struct{})}
+	s := newStream(conn, bufio.NewReader(conn), make(chan struct{}))
 	return s, peer
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplife/mcplife/events"
+	"github.com/mcplife/mcplife/internal/rawio"
 	"github.com/mcplife/mcplife/internal/shared"
 	"github.com/mcplife/mcplife/manager"
 )
@@ -448,7 +449,7 @@ func (h *Host) serveStream(w http.ResponseWriter, in *instance, hc *hostConn, fi
 		return
 	}
 	conn.SetDeadline(time.Time{})
-	s := &stream{Conn: conn, r: brw.Reader}
+	s := newStream(conn, brw.Reader)
 	defer conn.Close()
 	head := "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + shared.StreamProtocol + "\r\n\r\n"
 	if _, err := io.WriteString(conn, head+string(first)); err != nil {
@@ -477,11 +478,20 @@ func (h *Host) serveStream(w http.ResponseWriter, in *instance, hc *hostConn, fi
 // session returns once the detach is recorded.
 type stream struct {
 	net.Conn
-	r    *bufio.Reader
+	r    io.Reader
+	w    io.Writer
 	once sync.Once
 }
 
+func newStream(conn net.Conn, br *bufio.Reader) *stream {
+	s := &stream{Conn: conn}
+	s.r, s.w = rawio.Conn(conn, br)
+	return s
+}
+
 func (s *stream) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func (s *stream) Write(p []byte) (int, error) { return s.w.Write(p) }
 
 func (s *stream) Close() error {
 	s.once.Do(func() { s.Conn.SetReadDeadline(time.Now()) })
