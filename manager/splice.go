@@ -30,6 +30,10 @@ func (m *Manager) spliceable(lc *liveConn, t mcp.Transport) mcp.Transport {
 	// stdout as they are read, not after the connection handed them to
 	// its client's reader.
 	transport.OnLine(st, lc.splice.Tap)
+	// And the requests written to its stdin as they came.
+	if w := transport.LineWriter(st); w != nil {
+		lc.splice.WriteLines(w)
+	}
 	return t
 }
 

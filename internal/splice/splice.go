@@ -33,9 +33,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplife/mcplife/internal/proc"
 )
 
 // UseRegistry is set by package manager: it makes the manager that opts
@@ -150,7 +153,17 @@ type Point struct {
 	calls   map[string]*Call // by the point's id
 	tokens  map[string]*Call // by the point's progress token
 	ended   bool
+
+	// lines, when set (before the connection opens), writes a message
+	// line to the server among the connection's own writes.
+	lines func(line []byte) error
 }
+
+// WriteLines has p write the requests it splices as lines through
+// write (one message line, without its newline, written among the
+// connection's own messages) rather than encoding them through the
+// connection. It must be called before the connection opens.
+func (p *Point) WriteLines(write func(line []byte) error) { p.lines = write }
 
 // Version returns the protocol version the connection speaks.
 func (p *Point) Version() string {
@@ -174,13 +187,58 @@ type Call struct {
 	writing, endedWriting bool
 }
 
-// callHead is what Start reads of a request's params.
+// callHead is what Start reads of a request's params: the tool's name,
+// and of params._meta the protocol version (nil when not given) and the
+// progress token (nil when not given).
 type callHead struct {
-	Name string `json:"name"`
-	Meta struct {
-		ProtocolVersion *string         `json:"io.modelcontextprotocol/protocolVersion"`
-		ProgressToken   json.RawMessage `json:"progressToken"`
-	} `json:"_meta"`
+	Name            string
+	ProtocolVersion *string
+	ProgressToken   json.RawMessage
+}
+
+// Member names of a call's params, matched as written, as the go-sdk's
+// server matches them.
+const (
+	keyName            = "name"
+	keyMeta            = "_meta"
+	keyProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	keyProgressToken   = "progressToken"
+)
+
+// readHead reads the head of a call's params, a JSON object, in one pass
+// over its members (not decoding the arguments).
+func readHead(params []byte) (head callHead, ok bool) {
+	str := func(v []byte) (string, bool) {
+		var s string
+		if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+			return string(v[1 : len(v)-1]), true
+		}
+		return s, json.Unmarshal(v, &s) == nil
+	}
+	valid := true
+	ok = proc.Members(params, func(name, v []byte) bool {
+		switch string(name) {
+		case keyName:
+			head.Name, valid = str(v)
+		case keyMeta:
+			if v[0] != '{' {
+				break // not an object: the server judges it
+			}
+			proc.Members(v, func(name, v []byte) bool {
+				switch string(name) {
+				case keyProtocolVersion:
+					if pv, ok := str(v); ok {
+						head.ProtocolVersion = &pv
+					}
+				case keyProgressToken:
+					head.ProgressToken = v
+				}
+				return true
+			})
+		}
+		return valid
+	})
+	return head, ok && valid
 }
 
 // Start sends req, a request of the caller's, on the connection under an
@@ -199,12 +257,12 @@ type callHead struct {
 // connection's reading goroutine: they must not block for long, since
 // the manager's client reads nothing meanwhile.
 func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*jsonrpc.Response, error), progress func(*jsonrpc.Request)) (*Call, error) {
-	var head callHead
-	if err := json.Unmarshal(req.Params, &head); err != nil {
+	head, ok := readHead(req.Params)
+	if !ok {
 		return nil, ErrNotPassthrough
 	}
 	version := sessionVersion
-	if v := head.Meta.ProtocolVersion; v != nil {
+	if v := head.ProtocolVersion; v != nil {
 		version = *v
 	}
 	p.mu.Lock()
@@ -219,7 +277,7 @@ func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*js
 	n := strconv.FormatUint(p.next.Add(1), 10)
 	c := &Call{p: p, id: prefix + n, hostID: req.ID, done: done, progress: progress, writing: true}
 	params := req.Params
-	if tok := head.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
+	if tok := head.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 		c.token, c.hostToken = prefix+"t"+n, tok
 		var err error
 		if params, err = replaceToken(params, c.token); err != nil {
@@ -238,7 +296,12 @@ func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*js
 		p.ntokens.Add(1)
 	}
 	p.mu.Unlock()
-	err := conn.Write(context.Background(), &jsonrpc.Request{ID: jsonrpc2StringID(c.id), Method: req.Method, Params: params})
+	var err error
+	if line, ok := requestLine(c.id, req.Method, params); ok && p.lines != nil {
+		err = p.lines(line)
+	} else {
+		err = conn.Write(context.Background(), &jsonrpc.Request{ID: jsonrpc2StringID(c.id), Method: req.Method, Params: params})
+	}
 	p.mu.Lock()
 	c.writing = false
 	cut := c.endedWriting
@@ -256,6 +319,31 @@ func (p *Point) Start(req *jsonrpc.Request, sessionVersion string, done func(*js
 	return c, nil
 }
 
+// requestLine returns the message line of a request with the point's id
+// (a plain string), method and params (a JSON object, or nil), when
+// method needs no escapes and params has no line end in it.
+func requestLine(id, method string, params json.RawMessage) ([]byte, bool) {
+	for i := 0; i < len(method); i++ {
+		if c := method[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return nil, false
+		}
+	}
+	if bytes.IndexByte(params, '\n') >= 0 {
+		return nil, false
+	}
+	b := make([]byte, 0, len(idHead)+len(id)+len(method)+len(params)+24)
+	b = append(b, idHead...)
+	b = append(b, id...)
+	b = append(b, `","method":"`...)
+	b = append(b, method...)
+	b = append(b, '"')
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}'), true
+}
+
 // Again reports whether req, a call that the end of p's connection cut
 // off (done got [ErrEnded]), is made once more, by the manager's rule for
 // its own calls cut off by a drop (a read-only or idempotent tool), and
@@ -267,8 +355,8 @@ func (p *Point) Again(ctx context.Context, req *jsonrpc.Request) *Point {
 	p.mu.Lock()
 	again, reg, server := p.again, p.reg, p.server
 	p.mu.Unlock()
-	var head callHead
-	if again == nil || reg == nil || json.Unmarshal(req.Params, &head) != nil {
+	head, ok := readHead(req.Params)
+	if again == nil || reg == nil || !ok {
 		return nil
 	}
 	if !again(ctx, head.Name) {
@@ -409,21 +497,22 @@ func (p *Point) Tap(line []byte) bool {
 // tapMark is in every line Tap takes.
 var tapMark = []byte(`"` + prefix)
 
-// resultHead and resultKey frame the result of a spliced call as the
-// go-sdk writes it: {"jsonrpc":"2.0","id":"<id>","result":<result>}.
+// idHead starts a message with a string id as the go-sdk writes it, and
+// requestLine; resultKey frames the result of a spliced call:
+// {"jsonrpc":"2.0","id":"<id>","result":<result>}.
 const (
-	resultHead = `{"jsonrpc":"2.0","id":"`
-	resultKey  = `,"result":`
+	idHead    = `{"jsonrpc":"2.0","id":"`
+	resultKey = `,"result":`
 )
 
 // plainResult returns the id and the result of a response line of a
 // spliced call in the go-sdk's layout, without decoding the result, and
 // false for any other line (which is decoded instead).
 func plainResult(line []byte) (id string, result []byte, ok bool) {
-	if !bytes.HasPrefix(line, []byte(resultHead+prefix)) {
+	if !bytes.HasPrefix(line, []byte(idHead+prefix)) {
 		return "", nil, false
 	}
-	rest := line[len(resultHead):]
+	rest := line[len(idHead):]
 	q := bytes.IndexByte(rest, '"')
 	if q < len(prefix)+1 {
 		return "", nil, false

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,6 +45,28 @@ type stdioTransport struct {
 	stdinGrace, termGrace time.Duration
 	// tap sees the message lines of stdout first (see [OnLine]).
 	tap func([]byte) bool
+	// stdin is the connection's writer, set by Connect (see [LineWriter]).
+	stdin atomic.Pointer[stdinWriter]
+}
+
+// LineWriter returns the function that writes one message line (a
+// JSON-RPC message without a newline) to the stdin of a stdio
+// transport's server, as one write among the connection's own, which
+// saves encoding a message that is at hand as text; nil for a transport
+// that [New] did not return for a stdio server. Before the transport
+// connected, and after its connection ended, it fails.
+func LineWriter(t mcp.Transport) func(line []byte) error {
+	st, ok := t.(*stdioTransport)
+	if !ok {
+		return nil
+	}
+	return func(line []byte) error {
+		w := st.stdin.Load()
+		if w == nil {
+			return errors.New("stdio transport: not connected")
+		}
+		return w.writeLine(line)
+	}
 }
 
 // OnLine has tap see each message line of a stdio transport's stdout
@@ -92,7 +116,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// The filter bounds every line it passes, and answers a request whose
 	// response was too long; the go-sdk's own bound would end the whole
 	// connection instead, so it is off.
-	return (&mcp.IOTransport{Reader: stdoutReader{lines}, Writer: stdinWriter{p}, MaxLineLength: -1}).Connect(ctx)
+	w := &stdinWriter{p: p}
+	t.stdin.Store(w)
+	return (&mcp.IOTransport{Reader: stdoutReader{lines}, Writer: w, MaxLineLength: -1}).Connect(ctx)
 }
 
 // stdoutReader reads the child's stdout, skipping lines that are not
@@ -105,8 +131,31 @@ type stdoutReader struct{ lines *proc.JSONLines }
 func (r stdoutReader) Read(b []byte) (int, error) { return r.lines.Read(b) }
 func (r stdoutReader) Close() error               { return nil }
 
-// stdinWriter writes the child's stdin; its Close tears the process down.
-type stdinWriter struct{ p *proc.Process }
+// stdinWriter writes the child's stdin, one message per Write (as the
+// go-sdk's connection writes them, and [LineWriter]); its Close tears
+// the process down.
+type stdinWriter struct {
+	p   *proc.Process
+	mu  sync.Mutex
+	buf []byte // writeLine's; guarded by mu
+}
 
-func (w stdinWriter) Write(b []byte) (int, error) { return w.p.Stdin().Write(b) }
-func (w stdinWriter) Close() error                { return w.p.Terminate() }
+func (w *stdinWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.p.Stdin().Write(b)
+}
+
+// writeLine writes line and a newline in one write.
+func (w *stdinWriter) writeLine(line []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := append(append(w.buf[:0], line...), '\n')
+	_, err := w.p.Stdin().Write(b)
+	if cap(b) <= 64<<10 {
+		w.buf = b
+	}
+	return err
+}
+
+func (w *stdinWriter) Close() error { return w.p.Terminate() }
