@@ -17,6 +17,7 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"os"
 	"syscall"
 )
 
@@ -56,7 +57,7 @@ func (r *reader) Read(p []byte) (int, error) {
 	case err != nil:
 		return 0, err
 	case errno != 0:
-		return 0, errno
+		return 0, os.NewSyscallError("read", errno)
 	case n == 0:
 		return 0, io.EOF
 	}
@@ -85,7 +86,7 @@ func (w *writer) Write(p []byte) (int, error) {
 		return true
 	})
 	if err == nil && errno != 0 {
-		err = errno
+		err = os.NewSyscallError("write", errno)
 	}
 	return done, err
 }
