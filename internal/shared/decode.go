@@ -3,6 +3,7 @@ package shared
 import (
 	"bytes"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -71,9 +72,10 @@ func plainID(raw []byte) (jsonrpc.ID, bool) {
 }
 
 // plainString returns the string a raw JSON string without escapes
-// stands for.
+// stands for. Bytes that are not valid UTF-8 are left to the go-sdk's
+// decoder, which replaces them (the scanner accepts them as they are).
 func plainString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
 		return "", false
 	}
 	return string(raw[1 : len(raw)-1]), true
