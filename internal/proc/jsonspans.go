@@ -43,7 +43,10 @@ func ScanMessage(line []byte) (MessageSpans, bool) {
 		return MessageSpans{}, false
 	}
 	s.space()
-	return spans, s.i == len(line)
+	if s.i != len(line) {
+		return MessageSpans{}, false
+	}
+	return spans, true
 }
 
 // Members calls visit with the name, as written, and the raw value of

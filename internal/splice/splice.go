@@ -337,7 +337,7 @@ func requestLine(id, method string, params json.RawMessage) ([]byte, bool) {
 	b = append(b, `","method":"`...)
 	b = append(b, method...)
 	b = append(b, '"')
-	if params != nil {
+	if len(params) > 0 {
 		b = append(b, `,"params":`...)
 		b = append(b, params...)
 	}
