@@ -180,6 +180,23 @@ func (s *jsonScanner) errorValue() bool {
 	default:
 		return false
 	}
+	valid := true
+	return s.object(func(name, v []byte) bool {
+		switch string(name) {
+		case "code":
+			valid = v[0] == 'n' || isInt64(v)
+		case "message":
+			valid = v[0] == 'n' || v[0] == '"'
+		}
+		return valid
+	}) && valid
+}
+
+// object consumes an object (b[i] is its opening brace) and calls visit
+// with the name, as written, and the raw value of each member, in order.
+// When visit returns false the rest is not read and object reports true;
+// otherwise it reports whether the object is valid.
+func (s *jsonScanner) object(visit func(name, value []byte) bool) bool {
 	if !s.enter() {
 		return false
 	}
@@ -197,16 +214,8 @@ func (s *jsonScanner) errorValue() bool {
 		if !s.value() {
 			return false
 		}
-		v := s.b[start:s.i]
-		switch string(name) {
-		case "code":
-			if v[0] != 'n' && !isInt64(v) {
-				return false
-			}
-		case "message":
-			if v[0] != 'n' && v[0] != '"' {
-				return false
-			}
+		if !visit(name, s.b[start:s.i]) {
+			return true
 		}
 		if s.eat(',') {
 			continue

@@ -56,33 +56,13 @@ func ScanMessage(line []byte) (MessageSpans, bool) {
 func Members(obj []byte, visit func(name, value []byte) bool) bool {
 	s := jsonScanner{b: obj}
 	s.space()
-	if s.peek() != '{' || !s.enter() {
+	stopped := false
+	if s.peek() != '{' || !s.object(func(name, value []byte) bool {
+		stopped = !visit(name, value)
+		return !stopped
+	}) {
 		return false
 	}
-	s.i++
-	if s.eat('}') {
-		s.space()
-		return s.i == len(obj)
-	}
-	for {
-		name, ok := s.member()
-		if !ok {
-			return false
-		}
-		start := s.i
-		if !s.value() {
-			return false
-		}
-		if !visit(name, s.b[start:s.i]) {
-			return true
-		}
-		if s.eat(',') {
-			continue
-		}
-		if !s.eat('}') {
-			return false
-		}
-		s.space()
-		return s.i == len(obj)
-	}
+	s.space()
+	return stopped || s.i == len(obj)
 }
