@@ -1,6 +1,9 @@
 package proc
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // MessageSpans says where the members of one JSON-RPC message are in its
 // line: each is the raw value as written (a sub-slice of the line), nil
@@ -65,4 +68,14 @@ func Members(obj []byte, visit func(name, value []byte) bool) bool {
 	}
 	s.space()
 	return stopped || s.i == len(obj)
+}
+
+// PlainString returns the string that raw, a JSON string value of a
+// checked line, stands for, when it has no escapes and is valid UTF-8
+// (so it stands for its own bytes); false otherwise.
+func PlainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
 }

@@ -1,8 +1,6 @@
 package proc
 
 import (
-	"github.com/mcplife/mcplife/internal/rawio"
-
 	"bytes"
 	"fmt"
 	"io"
@@ -10,6 +8,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/mcplife/mcplife/internal/rawio"
 )
 
 // Default teardown timings of [Options].

@@ -3,7 +3,6 @@ package shared
 import (
 	"bytes"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -40,7 +39,7 @@ func decodeCommon(line []byte) (jsonrpc.Message, bool) {
 		return nil, false
 	}
 	if m.Method != nil {
-		method, ok := plainString(m.Method)
+		method, ok := proc.PlainString(m.Method)
 		if !ok || (m.Params != nil && m.Params[0] != '{') {
 			return nil, false // arrays, null: left to the go-sdk
 		}
@@ -59,7 +58,7 @@ func plainID(raw []byte) (jsonrpc.ID, bool) {
 	if raw == nil {
 		return jsonrpc.ID{}, true
 	}
-	if s, ok := plainString(raw); ok {
+	if s, ok := proc.PlainString(raw); ok {
 		id, err := jsonrpc.MakeID(s)
 		return id, err == nil
 	}
@@ -69,14 +68,4 @@ func plainID(raw []byte) (jsonrpc.ID, bool) {
 	}
 	id, err := jsonrpc.MakeID(float64(n))
 	return id, err == nil
-}
-
-// plainString returns the string a raw JSON string without escapes
-// stands for. Bytes that are not valid UTF-8 are left to the go-sdk's
-// decoder, which replaces them (the scanner accepts them as they are).
-func plainString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-		return "", false
-	}
-	return string(raw[1 : len(raw)-1]), true
 }

@@ -33,7 +33,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -209,10 +208,10 @@ const (
 // over its members (not decoding the arguments).
 func readHead(params []byte) (head callHead, ok bool) {
 	str := func(v []byte) (string, bool) {
-		var s string
-		if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
-			return string(v[1 : len(v)-1]), true
+		if s, ok := proc.PlainString(v); ok {
+			return s, true
 		}
+		var s string
 		return s, json.Unmarshal(v, &s) == nil
 	}
 	valid := true
